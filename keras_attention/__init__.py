@@ -1,0 +1,14 @@
+"""keras_attention: Bahdanau and Luong attention for Keras 3."""
+
+from keras_attention import functional
+from keras_attention.layers import AdditiveAttention, BahdanauAttention, LuongAttention
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdditiveAttention",
+    "BahdanauAttention",
+    "LuongAttention",
+    "__version__",
+    "functional",
+]

@@ -1,0 +1,26 @@
+"""Pure `keras.ops` functions with no weights: scores, masked softmax, local windows."""
+
+from keras_attention.functional.scores import additive_scores, dot_scores
+from keras_attention.functional.softmax import masked_softmax
+from keras_attention.functional.windows import (
+    expand_window_weights,
+    gather_positions,
+    gaussian_window,
+    last_valid_positions,
+    valid_lengths,
+    window_positions,
+    window_validity,
+)
+
+__all__ = [
+    "additive_scores",
+    "dot_scores",
+    "expand_window_weights",
+    "gather_positions",
+    "gaussian_window",
+    "last_valid_positions",
+    "masked_softmax",
+    "valid_lengths",
+    "window_positions",
+    "window_validity",
+]

@@ -1,0 +1,62 @@
+"""Score functions e(s, h) of DESIGN.md §2, over a whole memory or over gathered windows.
+
+Keys are either a whole memory `[B, S, d]` (global attention, scores `[B, T, S]`) or one window
+of keys per query `[B, T, W, d]` (local attention, scores `[B, T, W]`). Projections of the keys
+(`h W_g`, `h U_a`) are made once per memory by the caller, never per query step.
+"""
+
+from __future__ import annotations
+
+from keras import ops
+
+__all__ = ["dot_scores", "additive_scores"]
+
+
+def dot_scores(query, keys):
+    """Dot-product scores `s · k`.
+
+    Args:
+        query: `[B, T, d]`.
+        keys: `[B, S, d]` (one memory per row) or `[B, T, W, d]` (one window per query).
+
+    Returns:
+        `[B, T, S]` or `[B, T, W]`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> q = np.array([[[1.0, 2.0]]]); k = np.array([[[3.0, 4.0], [1.0, 0.0]]])
+    >>> np.asarray(dot_scores(q, k)).tolist()
+    [[[11.0, 1.0]]]
+    """
+    if len(keys.shape) == 3:
+        return ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
+    return ops.einsum("btd,btwd->btw", query, keys)
+
+
+def additive_scores(query_features, key_features, score_vector, bias=None):
+    """Additive (Bahdanau) / concat (Luong) scores `v · tanh(s W_q + h W_k [+ b])`.
+
+    Args:
+        query_features: `s W_q`, `[B, T, U]`.
+        key_features: `h W_k`, `[B, S, U]` or windows `[B, T, W, U]`.
+        score_vector: `v`, `[U]` (already weight-normalised when that form is used).
+        bias: Optional `[U]` bias inside the tanh (the `normalize=True` form).
+            Defaults to `None`.
+
+    Returns:
+        `[B, T, S]` or `[B, T, W]`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> q = np.zeros((1, 1, 2)); k = np.zeros((1, 3, 2)); v = np.ones(2)
+    >>> np.asarray(additive_scores(q, k, v)).tolist()
+    [[[0.0, 0.0, 0.0]]]
+    """
+    if len(key_features.shape) == 3:
+        key_features = ops.expand_dims(key_features, 1)  # [B, 1, S, U]
+    features = ops.expand_dims(query_features, 2) + key_features  # [B, T, S|W, U]
+    if bias is not None:
+        features = features + bias
+    return ops.einsum("btsu,u->bts", ops.tanh(features), score_vector)

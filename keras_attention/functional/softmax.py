@@ -1,0 +1,49 @@
+"""Masked softmax: float32 inside, exact zeros on padding, zero rows when nothing is valid."""
+
+from __future__ import annotations
+
+
+from keras import ops
+
+__all__ = ["masked_softmax"]
+
+# Finite stand-in for -inf: large enough that exp(x - max) underflows to 0 in float32, small
+# enough that x - max never overflows, so masked rows cannot produce inf - inf = NaN.
+_MASK_VALUE = -1e9
+
+
+def masked_softmax(scores, mask=None, axis: int = -1):
+    """Softmax of `scores` over `axis` restricted to the positions where `mask` is true.
+
+    The softmax is taken in float32 whatever the dtype of `scores` (mixed precision safe),
+    masked positions get exactly zero weight, and a row with no valid position gets all-zero
+    weights (never NaN and never a uniform average of padding).
+
+    Args:
+        scores: Tensor of logits.
+        mask: Optional boolean tensor broadcastable to `scores`; `True` marks valid positions.
+            Defaults to `None` (every position valid).
+        axis: The axis to normalise over. Defaults to `-1`.
+
+    Returns:
+        float32 tensor of the shape of `scores`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> w = masked_softmax(np.zeros((1, 3)), np.array([[True, True, False]]))
+    >>> np.asarray(w).round(3).tolist()
+    [[0.5, 0.5, 0.0]]
+    """
+    scores = ops.cast(scores, "float32")
+    if mask is None:
+        return ops.softmax(scores, axis=axis)
+    mask = ops.cast(mask, "bool")
+    scores = ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE))
+    scores = scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True))
+    exp = ops.exp(scores) * ops.cast(mask, "float32")
+    total = ops.sum(exp, axis=axis, keepdims=True)
+    # Fully masked rows have total == 0 and exp == 0: 0 / 1 = 0.
+    return exp / ops.where(total > 0.0, total, ops.ones_like(total))
+
+

@@ -1,0 +1,134 @@
+"""Bahdanau et al. (2014) additive attention with learned projections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention import functional as F
+from keras_attention.layers.base_attention import BaseAttention, default_norm_scale
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class AdditiveAttention(BaseAttention):
+    """Bahdanau (additive) attention: `e = v · tanh(s W_a + h_i U_a)`.
+
+    `W_a` `[d_s, U]` (`query_kernel`), `U_a` `[d_h, U]` (`key_kernel`), `v` `[U]`
+    (`score_vector`); the keys `h U_a` are computed once per memory. With `normalize=True` the
+    score is the weight-normalised form used by TensorFlow Addons:
+    `e = (g · v / ‖v‖) · tanh(s W_a + h_i U_a + b)` with the scalar `g` (`norm_scale`, initially
+    `sqrt(1/U)`) and `b` `[U]` (`norm_bias`, initially 0). `use_scale=True` multiplies the score
+    by a learned scalar `scale` (initially 1). `α = softmax(e)` over the valid memory positions
+    (float32; padding gets exactly 0) and the context is `c = Σ α_i v_i`.
+
+    Unlike `keras.layers.AdditiveAttention`, the projections are learned, so queries and keys may
+    have different sizes. `BahdanauAttention` is the same class.
+
+    Args:
+        units: U, the size of the hidden layer of the score. Defaults to `None` (the query size).
+        normalize: Use the weight-normalised score. Defaults to `False`.
+        use_scale: Whether to learn a scalar multiplying the scores. Defaults to `False`.
+        dropout: Dropout rate on the attention weights during training. Defaults to `0.0`.
+        seed: Seed of the dropout. Defaults to `None`.
+        kernel_initializer: Initializer of the kernels and of `v`. Defaults to
+            `"glorot_uniform"`.
+        kernel_regularizer: Regularizer of the kernels and of `v`. Defaults to `None`.
+        kernel_constraint: Constraint of the kernels and of `v`. Defaults to `None`.
+        **kwargs: Base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: `[B, T, d_s]` or one step `[B, d_s]`; or a list `[query, value]` /
+            `[query, value, key]`; or, alone, one sequence `x` (attention pooling: the query is
+            the last valid step of `x`).
+        value: `[B, S, d_v]`. Defaults to `None`.
+        key: `[B, S, d_h]`. Defaults to `None` (the value).
+        query_positions: Integer step indices `[B, T]`, used by the causal mask. Defaults to
+            `None` (`0 … T−1`).
+        mask: List of masks `[query_mask, value_mask(, key_mask)]`, or the mask of `x`.
+            Filled in by Keras from `mask_zero` embeddings.
+        query_mask: Boolean `[B, T]`; masked query steps give zero outputs. Defaults to `None`.
+        value_mask: Boolean `[B, S]`; `False` positions get zero weight. Defaults to `None`.
+        key_mask: Boolean `[B, S]`, combined with `value_mask`. Defaults to `None`.
+        training: Whether dropout is active. Defaults to `None`.
+        return_attention_scores: Also return the weights. Defaults to `False`.
+        use_causal_mask: Queries attend only to positions `<= query_positions`. Defaults to
+            `False`.
+
+    Returns:
+        The context `[B, T, d_v]` (`[B, d_v]` for single-step queries and pooling), and with
+        `return_attention_scores=True` also the weights `[B, T, S]` (`[B, S]`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> decoder_state, encoder_outputs = np.ones((2, 16)), np.ones((2, 7, 32))
+    >>> context, weights = AdditiveAttention(units=10)(
+    ...     decoder_state, encoder_outputs, return_attention_scores=True)
+    >>> tuple(context.shape), tuple(weights.shape)
+    ((2, 32), (2, 7))
+
+    References:
+        Bahdanau, Cho, Bengio. Neural Machine Translation by Jointly Learning to Align and
+        Translate. ICLR 2015. https://arxiv.org/abs/1409.0473
+        Salimans, Kingma. Weight Normalization. NIPS 2016 (the `normalize=True` form).
+    """
+
+    def __init__(
+        self,
+        units: int | None = None,
+        normalize: bool = False,
+        use_scale: bool = False,
+        dropout: float = 0.0,
+        seed: int | None = None,
+        kernel_initializer: Any = "glorot_uniform",
+        kernel_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            units=units,
+            use_scale=use_scale,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
+            **kwargs,
+        )
+        self.normalize = bool(normalize)
+
+    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
+        units = self.units or query_dim
+        self.query_kernel = self._add_kernel("query_kernel", (query_dim, units))
+        self.key_kernel = self._add_kernel("key_kernel", (key_dim, units))
+        self.score_vector = self._add_kernel("score_vector", (units,))
+        if self.normalize:
+            self.norm_scale = self.add_weight(
+                name="norm_scale",
+                shape=(),
+                initializer=keras.initializers.Constant(default_norm_scale(units)),
+            )
+            self.norm_bias = self.add_weight(name="norm_bias", shape=(units,), initializer="zeros")
+
+    def _project_keys(self, key):
+        return ops.matmul(key, self.key_kernel)
+
+    def _project_query(self, query):
+        return ops.matmul(query, self.query_kernel)
+
+    def _score(self, query_features, keys):
+        if not self.normalize:
+            return F.additive_scores(query_features, keys, self.score_vector)
+        vector = self.score_vector
+        vector = self.norm_scale * vector / ops.sqrt(ops.sum(ops.square(vector)))
+        return F.additive_scores(query_features, keys, vector, bias=self.norm_bias)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({"units": self.units, "normalize": self.normalize})
+        return config
+
+
+BahdanauAttention = AdditiveAttention

@@ -1,0 +1,438 @@
+"""Shared machinery of the attention layers: call forms, masks, global and local alignment.
+
+Subclasses only say how keys and queries are projected and how a score is computed
+(`_build_scoring`, `_project_keys`, `_project_query`, `_score`); everything else — parsing the
+call forms of DESIGN.md §3, masks, the causal mask, local windows, dropout, the attentional output
+and the output layout — lives here once.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention import functional as F
+
+_ALIGNMENTS = ("global", "local_monotonic", "local_predictive")
+
+
+def _check_int(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        qualifier = "a non-negative" if minimum == 0 else "a positive"
+        raise ValueError(
+            f"`{name}` must be {qualifier} integer"
+            f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
+        )
+
+
+def _is_shape(x: Any) -> bool:
+    return isinstance(x, (list, tuple)) and all(d is None or isinstance(d, int) for d in x)
+
+
+class BaseAttention(keras.layers.Layer):
+    """Base class of `AdditiveAttention` and `LuongAttention`; not meant to be used directly.
+
+    See the subclasses for the call contract. Outputs are `output` or `(output, weights)`.
+    """
+
+    def __init__(
+        self,
+        *,
+        alignment: str = "global",
+        window_radius: int = 10,
+        units: int | None = None,
+        use_scale: bool = False,
+        attention_units: int | None = None,
+        attention_activation: str | None = "tanh",
+        dropout: float = 0.0,
+        seed: int | None = None,
+        kernel_initializer: Any = "glorot_uniform",
+        kernel_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if alignment not in _ALIGNMENTS:
+            raise ValueError(
+                f"`alignment` must be one of {', '.join(map(repr, _ALIGNMENTS))}. "
+                f"Received: alignment={alignment!r}"
+            )
+        _check_int("window_radius", window_radius, 0)
+        if alignment == "local_predictive" and window_radius < 1:
+            raise ValueError(
+                "alignment='local_predictive' needs `window_radius` >= 1 (the Gaussian has "
+                f"sigma = window_radius / 2). Received: window_radius={window_radius!r}"
+            )
+        _check_int("units", units, 1, allow_none=True)
+        _check_int("attention_units", attention_units, 1, allow_none=True)
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not (
+            0.0 <= float(dropout) < 1.0
+        ):
+            raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
+        self.alignment = alignment
+        self.window_radius = int(window_radius)
+        self.units = None if units is None else int(units)
+        self.use_scale = bool(use_scale)
+        self.attention_units = None if attention_units is None else int(attention_units)
+        self.attention_activation = keras.activations.get(attention_activation)
+        self.dropout = float(dropout)
+        self.seed = seed
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        if self.dropout > 0:
+            self.seed_generator = keras.random.SeedGenerator(seed)
+        self.supports_masking = True
+        self._output_keeps_query_mask = False
+
+    # ------------------------------------------------------------------ weights
+    def _add_kernel(self, name: str, shape: tuple, initializer: Any = None):
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=initializer or self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+
+    def build(self, query_shape, value_shape=None, key_shape=None) -> None:
+        if value_shape is None and key_shape is None and not _is_shape(query_shape):
+            shapes = list(query_shape)
+            self._check_list_length(len(shapes))
+            query_shape, value_shape = shapes[0], shapes[1]
+            key_shape = shapes[2] if len(shapes) == 3 else None
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        self._check_rank("query", query_shape, (2, 3))
+        self._check_rank("value", value_shape, (3,))
+        self._check_rank("key", key_shape, (3,))
+        query_dim, key_dim, value_dim = query_shape[-1], key_shape[-1], value_shape[-1]
+        for name, dim in (("query", query_dim), ("key", key_dim), ("value", value_dim)):
+            if dim is None:
+                raise ValueError(
+                    f"The last dimension of `{name}` must be known. Received: "
+                    f"{name}.shape={tuple(locals()[name + '_shape'])}"
+                )
+        self._build_scoring(query_dim, key_dim)
+        if self.use_scale:
+            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
+        if self.alignment == "local_predictive":
+            units = self.units or query_dim
+            self.position_kernel = self._add_kernel("position_kernel", (query_dim, units))
+            self.position_vector = self._add_kernel("position_vector", (units,))
+        if self.attention_units:
+            self.attention_kernel = self._add_kernel(
+                "attention_kernel", (query_dim + value_dim, self.attention_units)
+            )
+
+    # Subclass hooks ------------------------------------------------------------
+    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
+        raise NotImplementedError
+
+    def _project_keys(self, key):
+        """Keys as used by the score, computed once per memory (`h W_g`, `h U_a`, or `h`)."""
+        raise NotImplementedError
+
+    def _project_query(self, query):
+        """Query features used by the score (`s W_a` for additive, `s` otherwise)."""
+        raise NotImplementedError
+
+    def _score(self, query_features, keys):
+        """Scores `[B, T, S]` (keys `[B, S, .]`) or `[B, T, W]` (keys `[B, T, W, .]`)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ checks
+    def _check_list_length(self, n: int) -> None:
+        if n not in (2, 3):
+            raise ValueError(
+                f"Layer {self.name} expects a list of 2 tensors [query, value] or 3 tensors "
+                f"[query, value, key]. Received: a list of {n} inputs"
+            )
+
+    def _check_rank(self, name: str, shape: Any, ranks: tuple) -> None:
+        if len(shape) not in ranks:
+            expected = " or ".join(
+                {2: "[batch, dim]", 3: "[batch, steps, dim]"}[r] for r in ranks
+            )
+            raise ValueError(
+                f"`{name}` of layer {self.name} must have rank {' or '.join(map(str, ranks))} "
+                f"({expected}). Received: {name}.shape={tuple(shape)}"
+            )
+
+    def _check_mask(self, name: str, mask, tensor, tensor_name: str) -> None:
+        if mask is None:
+            return
+        expected = tuple(tensor.shape[:-1])
+        got = tuple(mask.shape)
+        compatible = len(got) == len(expected) and all(
+            a is None or b is None or a == b for a, b in zip(got, expected)
+        )
+        if not compatible:
+            raise ValueError(
+                f"`{name}` must have the shape of `{tensor_name}` without its last axis, "
+                f"{expected}. Received: {name}.shape={got}"
+            )
+
+    # ------------------------------------------------------------------ call
+    def call(
+        self,
+        query,
+        value=None,
+        key=None,
+        query_positions=None,
+        mask=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        training=None,
+        return_attention_scores: bool = False,
+        use_causal_mask: bool = False,
+    ):
+        pooling = False
+        if isinstance(query, (list, tuple)):
+            if value is not None or key is not None:
+                raise ValueError(
+                    f"Layer {self.name}: pass either a list [query, value(, key)] or separate "
+                    "tensors, not both. Received: a list and value/key arguments"
+                )
+            self._check_list_length(len(query))
+            masks = mask
+            if masks is None and isinstance(query_mask, (list, tuple)):
+                masks = query_mask  # Keras fills `query_mask` when other tensors are passed.
+                query_mask = None
+            tensors = list(query) + [None] * (3 - len(query))
+            query, value, key = tensors
+            if masks is not None:
+                if not isinstance(masks, (list, tuple)) or len(masks) > 3:
+                    raise ValueError(
+                        f"Layer {self.name}: `mask` must be a list with one mask (or None) per "
+                        f"input. Received: mask={masks!r}"
+                    )
+                masks = list(masks) + [None] * (3 - len(masks))
+                query_mask = masks[0] if query_mask is None else query_mask
+                value_mask = masks[1] if value_mask is None else value_mask
+                key_mask = masks[2] if key_mask is None else key_mask
+        elif value is None:
+            if key is not None:
+                raise ValueError(
+                    f"Layer {self.name}: `key` was given without `value`. Received: value=None"
+                )
+            pooling = True
+            value = query
+            if value_mask is None and not isinstance(mask, (list, tuple)):
+                value_mask = mask
+            if use_causal_mask:
+                raise ValueError(
+                    f"Layer {self.name}: `use_causal_mask=True` needs a sequence of queries; "
+                    "for self-attention call the layer as layer([x, x]). Received: a single "
+                    "input (attention pooling)"
+                )
+        elif isinstance(mask, (list, tuple)):
+            masks = list(mask) + [None] * (3 - len(mask))
+            query_mask = masks[0] if query_mask is None else query_mask
+            value_mask = masks[1] if value_mask is None else value_mask
+            key_mask = masks[2] if key_mask is None else key_mask
+
+        key = value if key is None else key
+        self._check_rank("query", query.shape, (2, 3))
+        self._check_rank("value", value.shape, (3,))
+        self._check_rank("key", key.shape, (3,))
+        if key.shape[1] is not None and value.shape[1] is not None and key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"`key` and `value` must have the same number of steps. Received: "
+                f"key.shape={tuple(key.shape)}, value.shape={tuple(value.shape)}"
+            )
+        self._check_mask("value_mask", value_mask, value, "value")
+        self._check_mask("key_mask", key_mask, key, "key")
+        if not pooling:
+            self._check_mask("query_mask", query_mask, query, "query")
+        if key_mask is not None:
+            key_mask = ops.cast(key_mask, "bool")
+            value_mask = key_mask if value_mask is None else ops.logical_and(
+                ops.cast(value_mask, "bool"), key_mask
+            )
+
+        single_step = len(query.shape) == 2
+        if single_step and self.alignment == "local_monotonic" and query_positions is None:
+            raise ValueError(
+                f"Layer {self.name}: alignment='local_monotonic' with a single-step query "
+                "[batch, dim] needs the step index: pass `query_positions`. "
+                "Received: query_positions=None"
+            )
+        if pooling:
+            length = ops.shape(value)[1]
+            last = F.last_valid_positions(value_mask, length)
+            if last is None:
+                last = ops.zeros((ops.shape(value)[0],), "int32") + (length - 1)
+            query_positions = ops.expand_dims(last, -1)
+            query = F.gather_positions(value, query_positions)  # [B, 1, d]
+            query_mask = None
+        elif single_step:
+            query = ops.expand_dims(query, 1)
+            if query_positions is not None and len(ops.shape(query_positions)) == 1:
+                query_positions = ops.expand_dims(query_positions, -1)
+            if query_mask is not None:
+                query_mask = ops.expand_dims(query_mask, -1)
+
+        memory = self.prepare_memory(value, key, value_mask)
+        output, weights = self.attend(
+            query,
+            memory,
+            query_positions=query_positions,
+            use_causal_mask=use_causal_mask,
+            training=training,
+            return_attention_scores=return_attention_scores,
+        )
+        if query_mask is not None:
+            output = output * ops.cast(ops.expand_dims(query_mask, -1), output.dtype)
+        squeeze = pooling or single_step
+        self._output_keeps_query_mask = not squeeze
+        if squeeze:
+            output = output[:, 0]
+            weights = None if weights is None else weights[:, 0]
+        if return_attention_scores:
+            return output, weights
+        return output
+
+    def compute_mask(self, inputs, mask=None):
+        # `call` just ran on these inputs: outputs with a time axis keep the query mask
+        # (as keras.layers.Attention does); pooled and single-step outputs have none.
+        if not self._output_keeps_query_mask or mask is None:
+            return None
+        if isinstance(mask, (list, tuple)):
+            return mask[0]
+        return mask
+
+    # ------------------------------------------------------------------ step API
+    def prepare_memory(self, value, key=None, mask=None):
+        """Project the keys once per memory; reuse the result for every query step.
+
+        Args:
+            value: `[B, S, d_v]`, the values the context is made from.
+            key: Optional `[B, S, d_k]`. Defaults to `value`.
+            mask: Optional boolean `[B, S]`, `True` on valid memory positions.
+
+        Returns:
+            A tuple `(keys, value, mask)` to pass to `attend`.
+        """
+        key = value if key is None else key
+        mask = None if mask is None else ops.cast(mask, "bool")
+        return (self._project_keys(key), value, mask)
+
+    def attend(
+        self,
+        query,
+        memory,
+        query_positions=None,
+        use_causal_mask: bool = False,
+        training=None,
+        return_attention_scores: bool = True,
+    ):
+        """Attend from queries `[B, T, d_s]` to a memory made by `prepare_memory`.
+
+        Returns:
+            `(output [B, T, d], weights [B, T, S] or None)`.
+        """
+        keys, value, mask = memory
+        shape = ops.shape(query)
+        length = ops.shape(value)[1]
+        if query_positions is None:
+            query_positions = ops.expand_dims(ops.arange(shape[1], dtype="int32"), 0)
+        query_positions = ops.cast(query_positions, "int32")
+        if len(query_positions.shape) == 0:
+            query_positions = ops.reshape(query_positions, (1, 1))
+        query_positions = query_positions + ops.zeros((shape[0], shape[1]), "int32")
+
+        features = self._project_query(query)
+        if self.alignment == "global":
+            scores = self._scale(self._score(features, keys))
+            valid = None if mask is None else ops.expand_dims(mask, 1)
+            if use_causal_mask:
+                causal = ops.expand_dims(query_positions, -1) >= ops.arange(length, dtype="int32")
+                valid = causal if valid is None else ops.logical_and(valid, causal)
+            weights = F.masked_softmax(scores, valid)
+            weights = self._dropout(weights, training)
+            context = ops.matmul(ops.cast(weights, value.dtype), value)
+            full_weights = weights
+        else:
+            weights, positions, start = self._local_weights(
+                query, features, keys, mask, length, query_positions, use_causal_mask
+            )
+            weights = self._dropout(weights, training)
+            values = F.gather_positions(value, positions)
+            context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
+            full_weights = (
+                F.expand_window_weights(weights, start, length)
+                if return_attention_scores
+                else None
+            )
+        output = context
+        if self.attention_units:
+            output = ops.matmul(ops.concatenate([query, context], axis=-1), self.attention_kernel)
+            if self.attention_activation is not None:
+                output = self.attention_activation(output)
+        if full_weights is not None:
+            full_weights = ops.cast(full_weights, self.compute_dtype)
+        return output, full_weights
+
+    # ------------------------------------------------------------------ internals
+    def _scale(self, scores):
+        return scores * self.scale if self.use_scale else scores
+
+    def _dropout(self, weights, training):
+        if training and self.dropout > 0:
+            weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+        return weights
+
+    def _local_weights(self, query, features, keys, mask, length, query_positions, causal):
+        radius = self.window_radius
+        if mask is None:
+            valid_length = ops.cast(length, "int32") + ops.zeros((ops.shape(query)[0],), "int32")
+        else:
+            valid_length = F.valid_lengths(mask, length)
+        valid_length = ops.expand_dims(valid_length, -1)  # [B, 1]
+        if self.alignment == "local_monotonic":
+            center = ops.minimum(ops.maximum(query_positions, 0), valid_length - 1)
+            predicted = None
+        else:
+            hidden = ops.tanh(
+                ops.matmul(ops.cast(query, "float32"), ops.cast(self.position_kernel, "float32"))
+            )
+            logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, "float32"))
+            predicted = ops.cast(valid_length, "float32") * ops.sigmoid(logit)
+            center = ops.cast(ops.floor(predicted + 0.5), "int32")
+        positions = F.window_positions(center, radius)  # [B, T, 2D+1]
+        scores = self._scale(self._score(features, F.gather_positions(keys, positions)))
+        valid = F.window_validity(
+            positions, length, mask, query_positions if causal else None
+        )
+        weights = F.masked_softmax(scores, valid)
+        if predicted is not None:
+            weights = weights * F.gaussian_window(positions, predicted, radius)
+        return weights, positions, center - radius
+
+    # ------------------------------------------------------------------ config
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "use_scale": self.use_scale,
+                "dropout": self.dropout,
+                "seed": self.seed,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            }
+        )
+        return config
+
+
+def default_norm_scale(units: int) -> float:
+    """The initial value of the weight-normalisation scale g: sqrt(1 / U)."""
+    return math.sqrt(1.0 / units)

@@ -1,0 +1,191 @@
+"""Luong et al. (2015) attention: dot / general / concat scores, global and local alignment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention import functional as F
+from keras_attention.layers.base_attention import BaseAttention
+
+_SCORE_MODES = ("dot", "general", "concat")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class LuongAttention(BaseAttention):
+    """Luong attention (multiplicative or concat), global or local.
+
+    Scores of a query `s` (size d_s) against each memory key `h_i` (size d_h):
+
+    - `"dot"`: `e = s · h_i` (needs d_s == d_h);
+    - `"general"`: `e = s · (h_i W_g)`, `W_g` `[d_h, d_s]` (`score_kernel`), the keys `h W_g` made
+      once per memory;
+    - `"concat"`: `e = v · tanh(s W_q + h_i W_k)` (`query_kernel`, `key_kernel`, `score_vector`).
+
+    With `use_scale=True` the score is multiplied by a learned scalar `scale` (initially 1).
+    `α = softmax(e)` over the valid memory positions (float32, padding gets exactly 0) and the
+    context is `c = Σ α_i v_i`.
+
+    Local attention (Luong §3.2) only looks at the 2D+1 positions `round(p_t) − D … round(p_t) + D`
+    (D = `window_radius`), gathered, so each query costs O(2D+1) whatever the memory length:
+
+    - `"local_monotonic"`: `p_t = t`, the query's step index, clipped into the valid memory:
+      `p_t = min(t, S_b − 1)` with S_b the row's number of valid positions. Any query length is
+      accepted; steps past the memory attend to its end. Single-step queries pass `t` as
+      `query_positions`.
+    - `"local_predictive"`: `p_t = S_b · sigmoid(v_p · tanh(s_t W_p))` (`position_kernel`,
+      `position_vector`), and the window softmax is multiplied by
+      `exp(−(i − p_t)² / (2σ²))`, σ = D/2, without renormalising (as in the paper).
+
+    Rounding is half-up. With `attention_units` set, the layer returns Luong's attentional vector
+    `h̃ = act(W_c [s; c])`, `W_c` `[d_s + d_v, attention_units]` (`attention_kernel`), instead of
+    the context.
+
+    Args:
+        score_mode: `"dot"`, `"general"` or `"concat"`. Defaults to `"dot"`.
+        alignment: `"global"`, `"local_monotonic"` or `"local_predictive"`. Defaults to
+            `"global"`.
+        window_radius: D, the half-width of the local window (non-negative int; at least 1 for
+            `"local_predictive"`). Defaults to `10`.
+        units: U, the hidden size of the concat score and of the local-p position network.
+            Defaults to `None` (the query size d_s).
+        use_scale: Whether to learn a scalar multiplying the scores. Defaults to `False`.
+        attention_units: Size of the attentional output h̃; `None` returns the context.
+            Defaults to `None`.
+        attention_activation: Activation of h̃; `None` for none (tfa's AttentionWrapper).
+            Defaults to `"tanh"`.
+        dropout: Dropout rate on the attention weights during training. Defaults to `0.0`.
+        seed: Seed of the dropout. Defaults to `None`.
+        kernel_initializer: Initializer of every kernel and vector. Defaults to
+            `"glorot_uniform"`.
+        kernel_regularizer: Regularizer of every kernel and vector. Defaults to `None`.
+        kernel_constraint: Constraint of every kernel and vector. Defaults to `None`.
+        **kwargs: Base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: `[B, T, d_s]` or one step `[B, d_s]`; or a list `[query, value]` /
+            `[query, value, key]` (as `keras.layers.Attention`); or, alone, one sequence `x`
+            `[B, S, d]`: attention pooling, the query is the last valid step of `x`.
+        value: `[B, S, d_v]`. Defaults to `None`.
+        key: `[B, S, d_h]`. Defaults to `None` (the value).
+        query_positions: Integer step indices of the queries, `[B, T]`, `[B]` or scalar, for
+            local attention and the causal mask. Defaults to `None` (`0 … T−1`).
+        mask: List of masks `[query_mask, value_mask(, key_mask)]`, or the mask of `x`.
+            Filled in by Keras from `mask_zero` embeddings.
+        query_mask: Boolean `[B, T]`; masked query steps give zero outputs. Defaults to `None`.
+        value_mask: Boolean `[B, S]`; `False` positions get zero weight. Defaults to `None`.
+        key_mask: Boolean `[B, S]`, combined with `value_mask`. Defaults to `None`.
+        training: Whether dropout is active. Defaults to `None`.
+        return_attention_scores: Also return the weights. Defaults to `False`.
+        use_causal_mask: Queries attend only to positions `<= query_positions` (self-attention).
+            Defaults to `False`.
+
+    Returns:
+        The context (or h̃) `[B, T, d]` (`[B, d]` for single-step queries and pooling), and with
+        `return_attention_scores=True` also the weights `[B, T, S]` (`[B, S]`). Rows with no
+        valid memory position get zero weights and a zero context.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> query, memory = np.ones((2, 3, 8)), np.ones((2, 5, 8))
+    >>> layer = LuongAttention(score_mode="general")
+    >>> context, weights = layer([query, memory], return_attention_scores=True)
+    >>> tuple(context.shape), tuple(weights.shape)
+    ((2, 3, 8), (2, 3, 5))
+    >>> model = keras.Sequential([keras.Input((None, 4)), keras.layers.LSTM(8,
+    ...     return_sequences=True), LuongAttention(), keras.layers.Dense(2)])
+    >>> tuple(model(np.ones((2, 6, 4))).shape)
+    (2, 2)
+
+    References:
+        Luong, Pham, Manning. Effective Approaches to Attention-based Neural Machine
+        Translation. EMNLP 2015. https://arxiv.org/abs/1508.04025
+    """
+
+    def __init__(
+        self,
+        score_mode: str = "dot",
+        alignment: str = "global",
+        window_radius: int = 10,
+        units: int | None = None,
+        use_scale: bool = False,
+        attention_units: int | None = None,
+        attention_activation: str | None = "tanh",
+        dropout: float = 0.0,
+        seed: int | None = None,
+        kernel_initializer: Any = "glorot_uniform",
+        kernel_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        if score_mode not in _SCORE_MODES:
+            raise ValueError(
+                f"`score_mode` must be one of {', '.join(map(repr, _SCORE_MODES))}. "
+                f"Received: score_mode={score_mode!r}"
+            )
+        super().__init__(
+            alignment=alignment,
+            window_radius=window_radius,
+            units=units,
+            use_scale=use_scale,
+            attention_units=attention_units,
+            attention_activation=attention_activation,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
+            **kwargs,
+        )
+        self.score_mode = score_mode
+
+    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
+        if self.score_mode == "dot" and query_dim != key_dim:
+            raise ValueError(
+                f"score_mode='dot' needs queries and keys of the same size, but layer "
+                f"{self.name} received query size {query_dim} and key size {key_dim}. Use "
+                "score_mode='general' (a learned [key, query] kernel) or AdditiveAttention."
+            )
+        if self.score_mode == "general":
+            self.score_kernel = self._add_kernel("score_kernel", (key_dim, query_dim))
+        elif self.score_mode == "concat":
+            units = self.units or query_dim
+            self.query_kernel = self._add_kernel("query_kernel", (query_dim, units))
+            self.key_kernel = self._add_kernel("key_kernel", (key_dim, units))
+            self.score_vector = self._add_kernel("score_vector", (units,))
+
+    def _project_keys(self, key):
+        if self.score_mode == "general":
+            return ops.matmul(key, self.score_kernel)
+        if self.score_mode == "concat":
+            return ops.matmul(key, self.key_kernel)
+        return key
+
+    def _project_query(self, query):
+        if self.score_mode == "concat":
+            return ops.matmul(query, self.query_kernel)
+        return query
+
+    def _score(self, query_features, keys):
+        if self.score_mode == "concat":
+            return F.additive_scores(query_features, keys, self.score_vector)
+        return F.dot_scores(query_features, keys)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "score_mode": self.score_mode,
+                "alignment": self.alignment,
+                "window_radius": self.window_radius,
+                "units": self.units,
+                "attention_units": self.attention_units,
+                "attention_activation": keras.activations.serialize(self.attention_activation)
+                if self.attention_activation is not None
+                else None,
+            }
+        )
+        return config
