@@ -36,14 +36,13 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     [[0.5, 0.5, 0.0]]
     """
     scores = ops.cast(scores, "float32")
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+        scores = ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE))
+    exp = ops.exp(scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True)))
     if mask is None:
-        return ops.softmax(scores, axis=axis)
-    mask = ops.cast(mask, "bool")
-    scores = ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE))
-    scores = scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True))
-    exp = ops.exp(scores) * ops.cast(mask, "float32")
+        return exp / ops.sum(exp, axis=axis, keepdims=True)
+    exp = exp * ops.cast(mask, "float32")
     total = ops.sum(exp, axis=axis, keepdims=True)
     # Fully masked rows have total == 0 and exp == 0: 0 / 1 = 0.
     return exp / ops.where(total > 0.0, total, ops.ones_like(total))
-
-

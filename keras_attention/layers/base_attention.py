@@ -102,7 +102,9 @@ class BaseAttention(keras.layers.Layer):
         )
 
     def build(self, query_shape, value_shape=None, key_shape=None) -> None:
-        if value_shape is None and key_shape is None and not _is_shape(query_shape):
+        if not _is_shape(query_shape) and (value_shape is not None or key_shape is not None):
+            self._raise_list_and_tensors()
+        if not _is_shape(query_shape):
             shapes = list(query_shape)
             self._check_list_length(len(shapes))
             query_shape, value_shape = shapes[0], shapes[1]
@@ -155,6 +157,12 @@ class BaseAttention(keras.layers.Layer):
                 f"[query, value, key]. Received: a list of {n} inputs"
             )
 
+    def _raise_list_and_tensors(self) -> None:
+        raise ValueError(
+            f"Layer {self.name}: pass either a list [query, value(, key)] or separate "
+            "tensors, not both. Received: a list and value/key arguments"
+        )
+
     def _check_rank(self, name: str, shape: Any, ranks: tuple) -> None:
         if len(shape) not in ranks:
             expected = " or ".join(
@@ -197,14 +205,13 @@ class BaseAttention(keras.layers.Layer):
         pooling = False
         if isinstance(query, (list, tuple)):
             if value is not None or key is not None:
-                raise ValueError(
-                    f"Layer {self.name}: pass either a list [query, value(, key)] or separate "
-                    "tensors, not both. Received: a list and value/key arguments"
-                )
+                self._raise_list_and_tensors()
             self._check_list_length(len(query))
             masks = mask
-            if masks is None and isinstance(query_mask, (list, tuple)):
-                masks = query_mask  # Keras fills `query_mask` when other tensors are passed.
+            if isinstance(query_mask, (list, tuple)):
+                # Keras fills `query_mask` with the list of input masks whenever another
+                # tensor argument (`mask`, `query_positions`) is passed alongside the list.
+                masks = query_mask if masks is None else masks
                 query_mask = None
             tensors = list(query) + [None] * (3 - len(query))
             query, value, key = tensors
