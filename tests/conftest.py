@@ -14,17 +14,23 @@ from keras_attention import AdditiveAttention, LuongAttention  # noqa: E402
 
 # Every layer × mode the contract tests run over: (id, class, constructor kwargs, reference kwargs).
 LAYER_CASES = [
-    (f"luong-{mode}-{alignment}", LuongAttention,
-     {"score_mode": mode, "alignment": alignment, "window_radius": 2},
-     {"mode": mode, "alignment": alignment, "window_radius": 2})
+    (
+        f"luong-{mode}-{alignment}",
+        LuongAttention,
+        {"score_mode": mode, "alignment": alignment, "window_radius": 2},
+        {"mode": mode, "alignment": alignment, "window_radius": 2},
+    )
     for mode in ("dot", "general", "concat")
     for alignment in ("global", "local_monotonic", "local_predictive")
 ] + [
     ("additive", AdditiveAttention, {"units": 6}, {"mode": "additive"}),
-    ("additive-normalize-scale", AdditiveAttention,
-     {"units": 6, "normalize": True, "use_scale": True},
-     {"mode": "additive", "normalize": True, "use_scale": True}),
-]  # fmt: skip
+    (
+        "additive-normalize-scale",
+        AdditiveAttention,
+        {"units": 6, "normalize": True, "use_scale": True},
+        {"mode": "additive", "normalize": True, "use_scale": True},
+    ),
+]
 
 LAYER_IDS = [case[0] for case in LAYER_CASES]
 

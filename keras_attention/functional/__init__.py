@@ -1,7 +1,7 @@
 """Pure `keras.ops` functions with no weights: scores, masked softmax, local windows."""
 
 from keras_attention.functional.scores import additive_scores, dot_scores
-from keras_attention.functional.softmax import masked_softmax
+from keras_attention.functional.softmax import masked_softmax, wide_float_dtype
 from keras_attention.functional.windows import (
     expand_window_weights,
     gather_positions,
@@ -22,5 +22,6 @@ __all__ = [
     "masked_softmax",
     "valid_lengths",
     "window_positions",
+    "wide_float_dtype",
     "window_validity",
 ]

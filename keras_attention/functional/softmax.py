@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-
+import keras
 from keras import ops
 
-__all__ = ["masked_softmax"]
+__all__ = ["masked_softmax", "wide_float_dtype"]
 
 # Finite stand-in for -inf: large enough that exp(x - max) underflows to 0 in float32, small
 # enough that x - max never overflows, so masked rows cannot produce inf - inf = NaN.
 _MASK_VALUE = -1e9
 
 
+def wide_float_dtype(dtype) -> str:
+    """The dtype numerically sensitive steps run in: float64 stays, anything else is float32."""
+    return "float64" if keras.backend.standardize_dtype(dtype) == "float64" else "float32"
+
+
 def masked_softmax(scores, mask=None, axis: int = -1):
     """Softmax of `scores` over `axis` restricted to the positions where `mask` is true.
 
-    The softmax is taken in float32 whatever the dtype of `scores` (mixed precision safe),
+    The softmax is taken in float32 (float64 for float64 scores) whatever the dtype of
+    `scores` (mixed precision safe),
     masked positions get exactly zero weight, and a row with no valid position gets all-zero
     weights (never NaN and never a uniform average of padding).
 
@@ -26,7 +32,7 @@ def masked_softmax(scores, mask=None, axis: int = -1):
         axis: The axis to normalise over. Defaults to `-1`.
 
     Returns:
-        float32 tensor of the shape of `scores`.
+        float32 (float64 for float64 scores) tensor of the shape of `scores`.
 
     Example:
 
@@ -35,14 +41,15 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     >>> np.asarray(w).round(3).tolist()
     [[0.5, 0.5, 0.0]]
     """
-    scores = ops.cast(scores, "float32")
+    scores = ops.convert_to_tensor(scores)
+    scores = ops.cast(scores, wide_float_dtype(scores.dtype))
     if mask is not None:
         mask = ops.cast(mask, "bool")
         scores = ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE))
     exp = ops.exp(scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True)))
     if mask is None:
         return exp / ops.sum(exp, axis=axis, keepdims=True)
-    exp = exp * ops.cast(mask, "float32")
+    exp = exp * ops.cast(mask, scores.dtype)
     total = ops.sum(exp, axis=axis, keepdims=True)
     # Fully masked rows have total == 0 and exp == 0: 0 / 1 = 0.
     return exp / ops.where(total > 0.0, total, ops.ones_like(total))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from keras import ops
 
+from keras_attention.functional.softmax import wide_float_dtype
+
 __all__ = [
     "valid_lengths",
     "gather_positions",
@@ -77,21 +79,26 @@ def window_validity(positions, length, mask=None, query_positions=None):
     Returns:
         Boolean `[B, T, W]`.
     """
+    positions = ops.cast(positions, "int32")
     valid = ops.logical_and(positions >= 0, positions < length)
     if mask is not None:
         valid = ops.logical_and(valid, gather_positions(ops.cast(mask, "bool"), positions))
     if query_positions is not None:
-        valid = ops.logical_and(valid, positions <= ops.expand_dims(query_positions, -1))
+        valid = ops.logical_and(
+            valid, positions <= ops.expand_dims(ops.cast(query_positions, "int32"), -1)
+        )
     return valid
 
 
 def gaussian_window(positions, center, radius: int):
-    """`exp(-(i - p_t)^2 / (2 sigma^2))` with `sigma = D / 2`; float32 `[B, T, W]`.
+    """`exp(-(i - p_t)^2 / (2 sigma^2))` with `sigma = D / 2`, `[B, T, W]`, float32 or float64.
 
     Gradients flow to the (real-valued) predicted position `center` `[B, T]`.
     """
     sigma = radius / 2.0
-    distance = ops.cast(positions, "float32") - ops.expand_dims(ops.cast(center, "float32"), -1)
+    center = ops.convert_to_tensor(center)
+    dtype = wide_float_dtype(center.dtype)
+    distance = ops.cast(positions, dtype) - ops.expand_dims(ops.cast(center, dtype), -1)
     return ops.exp(-ops.square(distance) / (2.0 * sigma * sigma))
 
 

@@ -71,8 +71,10 @@ class BaseAttention(keras.layers.Layer):
             )
         _check_int("units", units, 1, allow_none=True)
         _check_int("attention_units", attention_units, 1, allow_none=True)
-        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not (
-            0.0 <= float(dropout) < 1.0
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, numbers.Real)
+            or not (0.0 <= float(dropout) < 1.0)
         ):
             raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
         self.alignment = alignment
@@ -165,9 +167,7 @@ class BaseAttention(keras.layers.Layer):
 
     def _check_rank(self, name: str, shape: Any, ranks: tuple) -> None:
         if len(shape) not in ranks:
-            expected = " or ".join(
-                {2: "[batch, dim]", 3: "[batch, steps, dim]"}[r] for r in ranks
-            )
+            expected = " or ".join({2: "[batch, dim]", 3: "[batch, steps, dim]"}[r] for r in ranks)
             raise ValueError(
                 f"`{name}` of layer {self.name} must have rank {' or '.join(map(str, ranks))} "
                 f"({expected}). Received: {name}.shape={tuple(shape)}"
@@ -250,7 +250,11 @@ class BaseAttention(keras.layers.Layer):
         self._check_rank("query", query.shape, (2, 3))
         self._check_rank("value", value.shape, (3,))
         self._check_rank("key", key.shape, (3,))
-        if key.shape[1] is not None and value.shape[1] is not None and key.shape[1] != value.shape[1]:
+        if (
+            key.shape[1] is not None
+            and value.shape[1] is not None
+            and key.shape[1] != value.shape[1]
+        ):
             raise ValueError(
                 f"`key` and `value` must have the same number of steps. Received: "
                 f"key.shape={tuple(key.shape)}, value.shape={tuple(value.shape)}"
@@ -261,8 +265,10 @@ class BaseAttention(keras.layers.Layer):
             self._check_mask("query_mask", query_mask, query, "query")
         if key_mask is not None:
             key_mask = ops.cast(key_mask, "bool")
-            value_mask = key_mask if value_mask is None else ops.logical_and(
-                ops.cast(value_mask, "bool"), key_mask
+            value_mask = (
+                key_mask
+                if value_mask is None
+                else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
             )
 
         single_step = len(query.shape) == 2
@@ -375,9 +381,7 @@ class BaseAttention(keras.layers.Layer):
             values = F.gather_positions(value, positions)
             context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
             full_weights = (
-                F.expand_window_weights(weights, start, length)
-                if return_attention_scores
-                else None
+                F.expand_window_weights(weights, start, length) if return_attention_scores else None
             )
         output = context
         if self.attention_units:
@@ -408,17 +412,17 @@ class BaseAttention(keras.layers.Layer):
             center = ops.minimum(ops.maximum(query_positions, 0), valid_length - 1)
             predicted = None
         else:
+            # In float32 at least: p_t must resolve single positions even for long memories.
+            dtype = F.wide_float_dtype(query.dtype)
             hidden = ops.tanh(
-                ops.matmul(ops.cast(query, "float32"), ops.cast(self.position_kernel, "float32"))
+                ops.matmul(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype))
             )
-            logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, "float32"))
-            predicted = ops.cast(valid_length, "float32") * ops.sigmoid(logit)
+            logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, dtype))
+            predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
             center = ops.cast(ops.floor(predicted + 0.5), "int32")
         positions = F.window_positions(center, radius)  # [B, T, 2D+1]
         scores = self._scale(self._score(features, F.gather_positions(keys, positions)))
-        valid = F.window_validity(
-            positions, length, mask, query_positions if causal else None
-        )
+        valid = F.window_validity(positions, length, mask, query_positions if causal else None)
         weights = F.masked_softmax(scores, valid)
         if predicted is not None:
             weights = weights * F.gaussian_window(positions, predicted, radius)

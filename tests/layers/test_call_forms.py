@@ -21,11 +21,14 @@ def test_dot_equals_keras_attention(seed):
     query, value, mask = random_batch(rng, steps=5, memory=8)
     key = rng.normal(size=value.shape).astype("float32")
     query_mask = rng.random(query.shape[:2]) > 0.3
-    for inputs, masks in (([query, value], [query_mask, mask]),
-                          ([query, value, key], [query_mask, mask])):  # fmt: skip
+    for inputs, masks in (
+        ([query, value], [query_mask, mask]),
+        ([query, value, key], [query_mask, mask]),
+    ):
         ours, ours_w = LuongAttention()(inputs, mask=masks, return_attention_scores=True)
-        theirs, theirs_w = keras.layers.Attention()(inputs, mask=masks,
-                                                    return_attention_scores=True)  # fmt: skip
+        theirs, theirs_w = keras.layers.Attention()(
+            inputs, mask=masks, return_attention_scores=True
+        )
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-6, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(ours_w), np.asarray(theirs_w), atol=1e-6)
     causal, _ = LuongAttention()([query, query], use_causal_mask=True, return_attention_scores=True)
@@ -74,13 +77,15 @@ def out_mask_of(layer, embed, target, tokens):
 
 
 def test_pooling_in_sequential_and_mask_not_propagated():
-    model = keras.Sequential([
-        keras.Input((None,), dtype="int32"),
-        keras.layers.Embedding(10, 4, mask_zero=True),
-        keras.layers.LSTM(6, return_sequences=True),
-        LuongAttention(),
-        keras.layers.Dense(3, activation="softmax"),
-    ])  # fmt: skip
+    model = keras.Sequential(
+        [
+            keras.Input((None,), dtype="int32"),
+            keras.layers.Embedding(10, 4, mask_zero=True),
+            keras.layers.LSTM(6, return_sequences=True),
+            LuongAttention(),
+            keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
     x = np.array([[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]])
     y = np.array([0, 2])
     model.compile("adam", "sparse_categorical_crossentropy")
@@ -97,9 +102,12 @@ def test_symbolic_matches_eager_shapes():
         (LuongAttention(), ((None, 3, 4), (None, 5, 4)), [(None, 3, 4), (None, 3, 5)]),
         (LuongAttention(), ((None, 4), (None, 5, 4)), [(None, 4), (None, 5)]),
         (AdditiveAttention(), ((None, 5, 4),), [(None, 4), (None, 5)]),
-        (LuongAttention("general", attention_units=7), ((None, None, 3), (None, None, 4)),
-         [(None, None, 7), (None, None, None)]),
-    ]:  # fmt: skip
+        (
+            LuongAttention("general", attention_units=7),
+            ((None, None, 3), (None, None, 4)),
+            [(None, None, 7), (None, None, None)],
+        ),
+    ]:
         inputs = [keras.Input(shape[1:]) for shape in args]
         out, w = layer(*inputs, return_attention_scores=True)
         assert [tuple(out.shape), tuple(w.shape)] == expected
@@ -131,12 +139,13 @@ def test_one_memory_step_context_is_that_step(case):
         np.testing.assert_array_equal(np.asarray(out), np.broadcast_to(value, (2, 3, 5)))
 
 
-@pytest.mark.parametrize("cls,kwargs", [(LuongAttention, {}), (LuongAttention, {"score_mode": "general"}),
-                                        (AdditiveAttention, {})])  # fmt: skip
+@pytest.mark.parametrize(
+    "cls,kwargs",
+    [(LuongAttention, {}), (LuongAttention, {"score_mode": "general"}), (AdditiveAttention, {})],
+)
 def test_equal_scores_give_uniform_weights(cls, kwargs):
     value = np.tile(np.arange(1.0, 4.0, dtype="float32"), (1, 6, 1))  # identical keys
-    _, weights = cls(**kwargs)([np.ones((1, 2, 3), "float32"), value],
-                               return_attention_scores=True)  # fmt: skip
+    _, weights = cls(**kwargs)([np.ones((1, 2, 3), "float32"), value], return_attention_scores=True)
     np.testing.assert_allclose(np.asarray(weights), 1.0 / 6.0, rtol=1e-6)
 
 
@@ -169,9 +178,14 @@ def test_extreme_logits_and_fully_masked_rows_are_finite(case, magnitude):
 
 @pytest.mark.parametrize(
     "alignment,radius",
-    [("local_monotonic", 0), ("local_monotonic", 1), ("local_monotonic", 3),
-     ("local_predictive", 1), ("local_predictive", 3)],
-)  # fmt: skip
+    [
+        ("local_monotonic", 0),
+        ("local_monotonic", 1),
+        ("local_monotonic", 3),
+        ("local_predictive", 1),
+        ("local_predictive", 3),
+    ],
+)
 def test_local_window_support(alignment, radius):
     rng = np.random.default_rng(radius)
     query, value, mask = random_batch(rng, steps=12, memory=20)
@@ -190,7 +204,7 @@ def test_local_window_support(alignment, radius):
                 p = reference.predictive_position(query[b, t], s_b, params)
             centre = int(np.floor(p + 0.5))
             outside = np.ones(20, bool)
-            outside[max(centre - radius, 0):centre + radius + 1] = False
+            outside[max(centre - radius, 0) : centre + radius + 1] = False
             assert np.all(weights[b, t, outside] == 0.0), (b, t, centre)
             assert np.all(weights[b, t, ~mask[b]] == 0.0)
             assert weights[b, t].sum() > 0

@@ -38,7 +38,9 @@ def test_bad_additive_arguments():
 
 
 def test_dot_with_different_sizes_suggests_alternatives():
-    with pytest.raises(ValueError, match=r"query size 4 and key size 6.*general.*AdditiveAttention"):
+    with pytest.raises(
+        ValueError, match=r"query size 4 and key size 6.*general.*AdditiveAttention"
+    ):
         LuongAttention()([Q, np.ones((2, 5, 6), "float32")])
     # The same sizes are fine for the modes with learned projections.
     LuongAttention("general")([Q, np.ones((2, 5, 6), "float32")])
@@ -49,11 +51,14 @@ def test_dot_with_different_sizes_suggests_alternatives():
     [
         (([Q],), "a list of 1 inputs"),
         (([Q, V, V, V],), "a list of 4 inputs"),
-        ((np.ones((2, 3, 4, 1), "float32"), V), r"`query`.*rank 2 or 3.*query.shape=\(2, 3, 4, 1\)"),
+        (
+            (np.ones((2, 3, 4, 1), "float32"), V),
+            r"`query`.*rank 2 or 3.*query.shape=\(2, 3, 4, 1\)",
+        ),
         ((Q, np.ones((2, 4), "float32")), r"`value`.*value.shape=\(2, 4\)"),
         ((Q, V, np.ones((2, 6, 4), "float32")), "same number of steps"),
     ],
-)  # fmt: skip
+)
 def test_bad_inputs(args, match):
     with pytest.raises(ValueError, match=match):
         LuongAttention("general")(*args)

@@ -20,21 +20,26 @@ def _tokens(rng, batch, length, min_length=1):
 
 def _model(cls, kwargs, pooling=False):
     if pooling:
-        return keras.Sequential([
-            keras.Input((None,), dtype="int32"),
-            keras.layers.Embedding(VOCAB, DIM, mask_zero=True),
-            keras.layers.GRU(DIM, return_sequences=True),
-            cls(**kwargs),
-            keras.layers.Dense(VOCAB),
-        ])  # fmt: skip
+        return keras.Sequential(
+            [
+                keras.Input((None,), dtype="int32"),
+                keras.layers.Embedding(VOCAB, DIM, mask_zero=True),
+                keras.layers.GRU(DIM, return_sequences=True),
+                cls(**kwargs),
+                keras.layers.Dense(VOCAB),
+            ]
+        )
     src = keras.Input((None,), dtype="int32", name="source")
     tgt = keras.Input((None,), dtype="int32", name="target")
     out, weights = cls(**kwargs, name="attention")(
-        [keras.layers.Embedding(VOCAB, DIM, mask_zero=True)(tgt),
-         keras.layers.Embedding(VOCAB, DIM + 2 if kwargs.get("score_mode", "x") != "dot" else DIM,
-                                mask_zero=True)(src)],
+        [
+            keras.layers.Embedding(VOCAB, DIM, mask_zero=True)(tgt),
+            keras.layers.Embedding(
+                VOCAB, DIM + 2 if kwargs.get("score_mode", "x") != "dot" else DIM, mask_zero=True
+            )(src),
+        ],
         return_attention_scores=True,
-    )  # fmt: skip
+    )
     logits = keras.layers.Dense(VOCAB, name="logits")(out)
     return keras.Model({"source": src, "target": tgt}, {"logits": logits, "weights": weights})
 
@@ -91,16 +96,20 @@ def test_xla_predict_and_fit(case):
     model = _model(cls, kwargs)
     data = _data(2, batch=8)
     eager = model.predict(data, verbose=0)
-    model.compile("adam", loss={"logits": keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True)}, jit_compile=True)  # fmt: skip
+    model.compile(
+        "adam",
+        loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+        jit_compile=True,
+    )
     compiled = model.predict(data, verbose=0)
     np.testing.assert_allclose(compiled["logits"], eager["logits"], atol=1e-4)
     np.testing.assert_allclose(compiled["weights"], eager["weights"], atol=1e-5)
     history = model.fit(data, {"logits": data["target"]}, epochs=2, batch_size=4, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     pooled = _model(cls, kwargs, pooling=True)
-    pooled.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                   jit_compile=True)  # fmt: skip
+    pooled.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True
+    )
     history = pooled.fit(data["source"], data["target"][:, 0], epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
 
@@ -121,8 +130,9 @@ def test_mixed_bfloat16(case):
     assert np.all(np.isfinite(weights)) and np.all(np.isfinite(out["logits"].astype("float32")))
     np.testing.assert_allclose(weights, expected["weights"], atol=0.05)
     np.testing.assert_allclose(out["logits"].astype("float32"), expected["logits"], atol=0.1)
-    model.compile("adam", loss={"logits": keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True)})  # fmt: skip
+    model.compile(
+        "adam", loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+    )
     history = model.fit(data, {"logits": data["target"]}, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
 

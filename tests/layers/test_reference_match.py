@@ -14,8 +14,12 @@ TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 def _check(layer, ref_kwargs, query, value, mask, key=None, **call_kwargs):
     inputs = [query, value] if key is None else [query, value, key]
-    out, weights = layer(inputs, mask=[None, mask] + ([None] if key is not None else []),
-                         return_attention_scores=True, **call_kwargs)  # fmt: skip
+    out, weights = layer(
+        inputs,
+        mask=[None, mask] + ([None] if key is not None else []),
+        return_attention_scores=True,
+        **call_kwargs,
+    )
     ref_out, ref_weights = reference.attention(
         query, value, key, weights=layer_weights(layer), value_mask=mask, **ref_kwargs
     )
@@ -44,12 +48,24 @@ def test_luong_use_scale_attentional_output_and_key_split(mode, alignment, use_s
     rng = np.random.default_rng(10)
     query, value, mask = random_batch(rng, d_query=4, d_memory=3)
     key = rng.normal(size=value.shape[:2] + (4,)).astype("float32")
-    layer = LuongAttention(mode, alignment, window_radius=1, use_scale=use_scale,
-                           attention_units=5, attention_activation=None if use_scale else "tanh")  # fmt: skip
+    layer = LuongAttention(
+        mode,
+        alignment,
+        window_radius=1,
+        use_scale=use_scale,
+        attention_units=5,
+        attention_activation=None if use_scale else "tanh",
+    )
     layer.build([query.shape, value.shape, key.shape])
     randomize_weights(layer, rng)
-    ref = {"mode": mode, "alignment": alignment, "window_radius": 1, "use_scale": use_scale,
-           "attention_units": 5, "attention_activation": None if use_scale else "tanh"}  # fmt: skip
+    ref = {
+        "mode": mode,
+        "alignment": alignment,
+        "window_radius": 1,
+        "use_scale": use_scale,
+        "attention_units": 5,
+        "attention_activation": None if use_scale else "tanh",
+    }
     _check(layer, ref, query, value, mask, key=key)
 
 
@@ -62,8 +78,14 @@ def test_causal_self_attention(alignment):
     randomize_weights(layer, rng)
     out, weights = layer([x, x], use_causal_mask=True, return_attention_scores=True)
     ref_out, ref_weights = reference.attention(
-        x, x, mode="general", weights=layer_weights(layer), alignment=alignment,
-        window_radius=2, use_causal_mask=True)  # fmt: skip
+        x,
+        x,
+        mode="general",
+        weights=layer_weights(layer),
+        alignment=alignment,
+        window_radius=2,
+        use_causal_mask=True,
+    )
     np.testing.assert_allclose(np.asarray(weights), ref_weights, **TOL)
     np.testing.assert_allclose(np.asarray(out), ref_out, **TOL)
     assert np.all(np.triu(np.asarray(weights), k=1) == 0.0)
@@ -76,11 +98,19 @@ def test_single_step_queries_with_positions(alignment):
     query = rng.normal(size=(3, 5)).astype("float32")
     positions = np.array([0, 4, 8], dtype="int32")
     layer = LuongAttention("concat", alignment, window_radius=2, units=3)
-    out, weights = layer(query, value, value_mask=mask, query_positions=positions,
-                         return_attention_scores=True)  # fmt: skip
+    out, weights = layer(
+        query, value, value_mask=mask, query_positions=positions, return_attention_scores=True
+    )
     ref_out, ref_weights = reference.attention(
-        query[:, None], value, mode="concat", weights=layer_weights(layer), value_mask=mask,
-        alignment=alignment, window_radius=2, query_positions=positions[:, None])  # fmt: skip
+        query[:, None],
+        value,
+        mode="concat",
+        weights=layer_weights(layer),
+        value_mask=mask,
+        alignment=alignment,
+        window_radius=2,
+        query_positions=positions[:, None],
+    )
     assert out.shape == (3, 5) and weights.shape == (3, 9)
     np.testing.assert_allclose(np.asarray(weights), ref_weights[:, 0], **TOL)
     np.testing.assert_allclose(np.asarray(out), ref_out[:, 0], **TOL)
@@ -96,7 +126,8 @@ def test_pooling_uses_last_valid_step(cls):
     query = x[np.arange(3), last][:, None]
     mode = "dot" if cls is LuongAttention else "additive"
     ref_out, ref_weights = reference.attention(
-        query, x, mode=mode, weights=layer_weights(layer), value_mask=mask)
+        query, x, mode=mode, weights=layer_weights(layer), value_mask=mask
+    )
     np.testing.assert_allclose(np.asarray(out), ref_out[:, 0], **TOL)
     np.testing.assert_allclose(np.asarray(weights), ref_weights[:, 0], **TOL)
 
@@ -108,7 +139,14 @@ def test_query_mask_zeroes_outputs():
     query_mask[1, 2:] = False
     layer = LuongAttention("general", attention_units=3)
     out = np.asarray(layer([query, value], mask=[query_mask, mask]))
-    ref_out, _ = reference.attention(query, value, mode="general", weights=layer_weights(layer),
-                                     value_mask=mask, query_mask=query_mask, attention_units=3)
+    ref_out, _ = reference.attention(
+        query,
+        value,
+        mode="general",
+        weights=layer_weights(layer),
+        value_mask=mask,
+        query_mask=query_mask,
+        attention_units=3,
+    )
     np.testing.assert_allclose(out, ref_out, **TOL)
     assert np.all(out[1, 2:] == 0.0)
