@@ -21,15 +21,8 @@ __all__ = [
 ]
 
 
-def valid_lengths(mask, length):
-    """Number of valid memory positions per row, as int32 `[B]`.
-
-    Args:
-        mask: Boolean `[B, S]` or `None`.
-        length: The padded length `S` (int or scalar tensor), used when `mask` is `None`.
-    """
-    if mask is None:
-        return None if length is None else length
+def valid_lengths(mask):
+    """Number of valid memory positions per row, int32 `[B]`, from a boolean mask `[B, S]`."""
     return ops.sum(ops.cast(mask, "int32"), axis=-1)
 
 
@@ -115,15 +108,12 @@ def expand_window_weights(weights, start, length):
     return ops.where(inside, gathered, ops.zeros_like(gathered))
 
 
-def last_valid_positions(mask, length):
+def last_valid_positions(mask):
     """Index of the last valid step of each row, int32 `[B]` (0 for a row with none).
 
     Args:
-        mask: Boolean `[B, S]` or `None` (then `S - 1` for every row).
-        length: Padded length `S`.
+        mask: Boolean `[B, S]`.
     """
-    steps = ops.arange(length, dtype="int32")
-    if mask is None:
-        return None
+    steps = ops.arange(ops.shape(mask)[-1], dtype="int32")
     last = ops.max(ops.where(ops.cast(mask, "bool"), steps, -ops.ones_like(steps)), axis=-1)
     return ops.maximum(last, 0)

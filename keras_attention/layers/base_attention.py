@@ -16,6 +16,12 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
+from keras_attention.layers._call_inputs import (
+    check_list_length,
+    check_rank,
+    parse_call_inputs,
+    raise_list_and_tensors,
+)
 
 _ALIGNMENTS = ("global", "local_monotonic", "local_predictive")
 
@@ -105,17 +111,17 @@ class BaseAttention(keras.layers.Layer):
 
     def build(self, query_shape, value_shape=None, key_shape=None) -> None:
         if not _is_shape(query_shape) and (value_shape is not None or key_shape is not None):
-            self._raise_list_and_tensors()
+            raise_list_and_tensors(self.name)
         if not _is_shape(query_shape):
             shapes = list(query_shape)
-            self._check_list_length(len(shapes))
+            check_list_length(self.name, len(shapes))
             query_shape, value_shape = shapes[0], shapes[1]
             key_shape = shapes[2] if len(shapes) == 3 else None
         value_shape = query_shape if value_shape is None else value_shape
         key_shape = value_shape if key_shape is None else key_shape
-        self._check_rank("query", query_shape, (2, 3))
-        self._check_rank("value", value_shape, (3,))
-        self._check_rank("key", key_shape, (3,))
+        check_rank(self.name, "query", query_shape, (2, 3))
+        check_rank(self.name, "value", value_shape, (3,))
+        check_rank(self.name, "key", key_shape, (3,))
         query_dim, key_dim, value_dim = query_shape[-1], key_shape[-1], value_shape[-1]
         for name, dim in (("query", query_dim), ("key", key_dim), ("value", value_dim)):
             if dim is None:
@@ -151,42 +157,6 @@ class BaseAttention(keras.layers.Layer):
         """Scores `[B, T, S]` (keys `[B, S, .]`) or `[B, T, W]` (keys `[B, T, W, .]`)."""
         raise NotImplementedError
 
-    # ------------------------------------------------------------------ checks
-    def _check_list_length(self, n: int) -> None:
-        if n not in (2, 3):
-            raise ValueError(
-                f"Layer {self.name} expects a list of 2 tensors [query, value] or 3 tensors "
-                f"[query, value, key]. Received: a list of {n} inputs"
-            )
-
-    def _raise_list_and_tensors(self) -> None:
-        raise ValueError(
-            f"Layer {self.name}: pass either a list [query, value(, key)] or separate "
-            "tensors, not both. Received: a list and value/key arguments"
-        )
-
-    def _check_rank(self, name: str, shape: Any, ranks: tuple) -> None:
-        if len(shape) not in ranks:
-            expected = " or ".join({2: "[batch, dim]", 3: "[batch, steps, dim]"}[r] for r in ranks)
-            raise ValueError(
-                f"`{name}` of layer {self.name} must have rank {' or '.join(map(str, ranks))} "
-                f"({expected}). Received: {name}.shape={tuple(shape)}"
-            )
-
-    def _check_mask(self, name: str, mask, tensor, tensor_name: str) -> None:
-        if mask is None:
-            return
-        expected = tuple(tensor.shape[:-1])
-        got = tuple(mask.shape)
-        compatible = len(got) == len(expected) and all(
-            a is None or b is None or a == b for a, b in zip(got, expected)
-        )
-        if not compatible:
-            raise ValueError(
-                f"`{name}` must have the shape of `{tensor_name}` without its last axis, "
-                f"{expected}. Received: {name}.shape={got}"
-            )
-
     # ------------------------------------------------------------------ call
     def call(
         self,
@@ -202,75 +172,17 @@ class BaseAttention(keras.layers.Layer):
         return_attention_scores: bool = False,
         use_causal_mask: bool = False,
     ):
-        pooling = False
-        if isinstance(query, (list, tuple)):
-            if value is not None or key is not None:
-                self._raise_list_and_tensors()
-            self._check_list_length(len(query))
-            masks = mask
-            if isinstance(query_mask, (list, tuple)):
-                # Keras fills `query_mask` with the list of input masks whenever another
-                # tensor argument (`mask`, `query_positions`) is passed alongside the list.
-                masks = query_mask if masks is None else masks
-                query_mask = None
-            tensors = list(query) + [None] * (3 - len(query))
-            query, value, key = tensors
-            if masks is not None:
-                if not isinstance(masks, (list, tuple)) or len(masks) > 3:
-                    raise ValueError(
-                        f"Layer {self.name}: `mask` must be a list with one mask (or None) per "
-                        f"input. Received: mask={masks!r}"
-                    )
-                masks = list(masks) + [None] * (3 - len(masks))
-                query_mask = masks[0] if query_mask is None else query_mask
-                value_mask = masks[1] if value_mask is None else value_mask
-                key_mask = masks[2] if key_mask is None else key_mask
-        elif value is None:
-            if key is not None:
-                raise ValueError(
-                    f"Layer {self.name}: `key` was given without `value`. Received: value=None"
-                )
-            pooling = True
-            value = query
-            if value_mask is None and not isinstance(mask, (list, tuple)):
-                value_mask = mask
-            if use_causal_mask:
-                raise ValueError(
-                    f"Layer {self.name}: `use_causal_mask=True` needs a sequence of queries; "
-                    "for self-attention call the layer as layer([x, x]). Received: a single "
-                    "input (attention pooling)"
-                )
-        elif isinstance(mask, (list, tuple)):
-            masks = list(mask) + [None] * (3 - len(mask))
-            query_mask = masks[0] if query_mask is None else query_mask
-            value_mask = masks[1] if value_mask is None else value_mask
-            key_mask = masks[2] if key_mask is None else key_mask
-
-        key = value if key is None else key
-        self._check_rank("query", query.shape, (2, 3))
-        self._check_rank("value", value.shape, (3,))
-        self._check_rank("key", key.shape, (3,))
-        if (
-            key.shape[1] is not None
-            and value.shape[1] is not None
-            and key.shape[1] != value.shape[1]
-        ):
-            raise ValueError(
-                f"`key` and `value` must have the same number of steps. Received: "
-                f"key.shape={tuple(key.shape)}, value.shape={tuple(value.shape)}"
-            )
-        self._check_mask("value_mask", value_mask, value, "value")
-        self._check_mask("key_mask", key_mask, key, "key")
-        if not pooling:
-            self._check_mask("query_mask", query_mask, query, "query")
-        if key_mask is not None:
-            key_mask = ops.cast(key_mask, "bool")
-            value_mask = (
-                key_mask
-                if value_mask is None
-                else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
-            )
-
+        query, value, key, query_mask, value_mask, pooling = parse_call_inputs(
+            self.name,
+            query,
+            value,
+            key,
+            mask=mask,
+            query_mask=query_mask,
+            value_mask=value_mask,
+            key_mask=key_mask,
+            use_causal_mask=use_causal_mask,
+        )
         single_step = len(query.shape) == 2
         if single_step and self.alignment == "local_monotonic" and query_positions is None:
             raise ValueError(
@@ -279,13 +191,13 @@ class BaseAttention(keras.layers.Layer):
                 "Received: query_positions=None"
             )
         if pooling:
-            length = ops.shape(value)[1]
-            last = F.last_valid_positions(value_mask, length)
-            if last is None:
-                last = ops.zeros((ops.shape(value)[0],), "int32") + (length - 1)
+            shape = ops.shape(value)
+            if value_mask is None:
+                last = ops.zeros((shape[0],), "int32") + (shape[1] - 1)
+            else:
+                last = F.last_valid_positions(value_mask)
             query_positions = ops.expand_dims(last, -1)
             query = F.gather_positions(value, query_positions)  # [B, 1, d]
-            query_mask = None
         elif single_step:
             query = ops.expand_dims(query, 1)
             if query_positions is not None and len(ops.shape(query_positions)) == 1:
@@ -374,11 +286,12 @@ class BaseAttention(keras.layers.Layer):
             context = ops.matmul(ops.cast(weights, value.dtype), value)
             full_weights = weights
         else:
-            weights, positions, start = self._local_weights(
+            weights, positions, start, key_windows = self._local_weights(
                 query, features, keys, mask, length, query_positions, use_causal_mask
             )
             weights = self._dropout(weights, training)
-            values = F.gather_positions(value, positions)
+            # With the dot score the keys are the values: gather the windows once.
+            values = key_windows if keys is value else F.gather_positions(value, positions)
             context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
             full_weights = (
                 F.expand_window_weights(weights, start, length) if return_attention_scores else None
@@ -406,7 +319,7 @@ class BaseAttention(keras.layers.Layer):
         if mask is None:
             valid_length = ops.cast(length, "int32") + ops.zeros((ops.shape(query)[0],), "int32")
         else:
-            valid_length = F.valid_lengths(mask, length)
+            valid_length = F.valid_lengths(mask)
         valid_length = ops.expand_dims(valid_length, -1)  # [B, 1]
         if self.alignment == "local_monotonic":
             center = ops.minimum(ops.maximum(query_positions, 0), valid_length - 1)
@@ -421,12 +334,13 @@ class BaseAttention(keras.layers.Layer):
             predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
             center = ops.cast(ops.floor(predicted + 0.5), "int32")
         positions = F.window_positions(center, radius)  # [B, T, 2D+1]
-        scores = self._scale(self._score(features, F.gather_positions(keys, positions)))
+        key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
+        scores = self._scale(self._score(features, key_windows))
         valid = F.window_validity(positions, length, mask, query_positions if causal else None)
         weights = F.masked_softmax(scores, valid)
         if predicted is not None:
             weights = weights * F.gaussian_window(positions, predicted, radius)
-        return weights, positions, center - radius
+        return weights, positions, center - radius, key_windows
 
     # ------------------------------------------------------------------ config
     def get_config(self) -> dict:

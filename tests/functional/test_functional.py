@@ -54,8 +54,8 @@ def test_gaussian_window_and_last_valid_positions():
     g = np.asarray(F.gaussian_window(np.array([[[1, 2, 3]]]), np.array([[2.5]]), 2))
     np.testing.assert_allclose(g, np.exp(-np.square([[[-1.5, -0.5, 0.5]]]) / 2.0), rtol=1e-6)
     mask = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]], bool)
-    np.testing.assert_array_equal(np.asarray(F.last_valid_positions(mask, 4)), [1, 2, 0])
-    np.testing.assert_array_equal(np.asarray(F.valid_lengths(mask, 4)), [2, 2, 0])
+    np.testing.assert_array_equal(np.asarray(F.last_valid_positions(mask)), [1, 2, 0])
+    np.testing.assert_array_equal(np.asarray(F.valid_lengths(mask)), [2, 2, 0])
 
 
 # ------------------------------------------------------------------- properties

@@ -1,0 +1,139 @@
+"""Parsing and checking of the attention layers' call forms (DESIGN.md §3). Private."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+
+def check_list_length(layer: str, n: int) -> None:
+    if n not in (2, 3):
+        raise ValueError(
+            f"Layer {layer} expects a list of 2 tensors [query, value] or 3 tensors "
+            f"[query, value, key]. Received: a list of {n} inputs"
+        )
+
+
+def raise_list_and_tensors(layer: str) -> None:
+    raise ValueError(
+        f"Layer {layer}: pass either a list [query, value(, key)] or separate tensors, not "
+        "both. Received: a list and value/key arguments"
+    )
+
+
+def check_rank(layer: str, name: str, shape: Any, ranks: tuple) -> None:
+    if len(shape) not in ranks:
+        expected = " or ".join({2: "[batch, dim]", 3: "[batch, steps, dim]"}[r] for r in ranks)
+        raise ValueError(
+            f"`{name}` of layer {layer} must have rank {' or '.join(map(str, ranks))} "
+            f"({expected}). Received: {name}.shape={tuple(shape)}"
+        )
+
+
+def check_mask(name: str, mask, tensor, tensor_name: str) -> None:
+    if mask is None:
+        return
+    expected = tuple(tensor.shape[:-1])
+    got = tuple(mask.shape)
+    compatible = len(got) == len(expected) and all(
+        a is None or b is None or a == b for a, b in zip(got, expected)
+    )
+    if not compatible:
+        raise ValueError(
+            f"`{name}` must have the shape of `{tensor_name}` without its last axis, "
+            f"{expected}. Received: {name}.shape={got}"
+        )
+
+
+def _unpack_masks(layer: str, masks, query_mask, value_mask, key_mask):
+    """Fill the explicit masks not given from a list `[query_mask, value_mask(, key_mask)]`."""
+    if masks is None:
+        return query_mask, value_mask, key_mask
+    if not isinstance(masks, (list, tuple)) or len(masks) > 3:
+        raise ValueError(
+            f"Layer {layer}: `mask` must be a list with one mask (or None) per input. "
+            f"Received: mask={masks!r}"
+        )
+    masks = list(masks) + [None] * (3 - len(masks))
+    return (
+        masks[0] if query_mask is None else query_mask,
+        masks[1] if value_mask is None else value_mask,
+        masks[2] if key_mask is None else key_mask,
+    )
+
+
+def parse_call_inputs(
+    layer: str,
+    query,
+    value,
+    key,
+    *,
+    mask,
+    query_mask,
+    value_mask,
+    key_mask,
+    use_causal_mask: bool,
+):
+    """Bring every call form to `(query, value, key, query_mask, memory_mask, pooling)`.
+
+    `memory_mask` combines `value_mask` and `key_mask`; `pooling` is true for the single-sequence
+    form, where `value` is the sequence itself and the query is still to be picked.
+    """
+    pooling = False
+    if isinstance(query, (list, tuple)):
+        if value is not None or key is not None:
+            raise_list_and_tensors(layer)
+        check_list_length(layer, len(query))
+        if isinstance(query_mask, (list, tuple)):
+            # Keras fills `query_mask` with the list of input masks whenever another tensor
+            # argument (`mask`, `query_positions`) is passed alongside the list.
+            mask = query_mask if mask is None else mask
+            query_mask = None
+        query, value, key = list(query) + [None] * (3 - len(query))
+        query_mask, value_mask, key_mask = _unpack_masks(
+            layer, mask, query_mask, value_mask, key_mask
+        )
+    elif value is None:
+        if key is not None:
+            raise ValueError(
+                f"Layer {layer}: `key` was given without `value`. Received: value=None"
+            )
+        if use_causal_mask:
+            raise ValueError(
+                f"Layer {layer}: `use_causal_mask=True` needs a sequence of queries; for "
+                "self-attention call the layer as layer([x, x]). Received: a single input "
+                "(attention pooling)"
+            )
+        pooling = True
+        value = query
+        if value_mask is None and not isinstance(mask, (list, tuple)):
+            value_mask = mask
+    elif isinstance(mask, (list, tuple)):
+        query_mask, value_mask, key_mask = _unpack_masks(
+            layer, mask, query_mask, value_mask, key_mask
+        )
+
+    key = value if key is None else key
+    check_rank(layer, "query", query.shape, (2, 3))
+    check_rank(layer, "value", value.shape, (3,))
+    check_rank(layer, "key", key.shape, (3,))
+    if None not in (key.shape[1], value.shape[1]) and key.shape[1] != value.shape[1]:
+        raise ValueError(
+            "`key` and `value` must have the same number of steps. Received: "
+            f"key.shape={tuple(key.shape)}, value.shape={tuple(value.shape)}"
+        )
+    check_mask("value_mask", value_mask, value, "value")
+    check_mask("key_mask", key_mask, key, "key")
+    if pooling:
+        query_mask = None
+    else:
+        check_mask("query_mask", query_mask, query, "query")
+    if key_mask is not None:
+        key_mask = ops.cast(key_mask, "bool")
+        value_mask = (
+            key_mask
+            if value_mask is None
+            else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
+        )
+    return query, value, key, query_mask, value_mask, pooling
