@@ -1,14 +1,18 @@
 """keras_attention: Bahdanau and Luong attention for Keras 3."""
 
 from keras_attention import functional
+from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
 from keras_attention.layers import AdditiveAttention, BahdanauAttention, LuongAttention
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AdditiveAttention",
+    "AttentionRNN",
     "BahdanauAttention",
+    "BahdanauAttentionCell",
     "LuongAttention",
+    "LuongAttentionCell",
     "__version__",
     "functional",
 ]

@@ -1,0 +1,182 @@
+"""Run an attentional cell over a whole (teacher-forced) target sequence."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention.cells.base_attention_cell import BaseAttentionCell
+from keras_attention.layers._call_inputs import check_mask
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class AttentionRNN(keras.layers.Layer):
+    """Teacher-forced decoding: steps a `BahdanauAttentionCell`/`LuongAttentionCell` over time.
+
+    The memory comes in through `call`; its keys are projected once per sequence, outside the
+    time loop. The loop is an `ops.while_loop` with `maximum_iterations=T` writing each step into
+    a `[T, B, d]` buffer with `ops.scatter_update`: memory and time O(T), trainable under
+    `jit_compile=True`, and no `XlaDynamicUpdateSlice` in exported graphs.
+
+    Args:
+        cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
+        return_sequences: Return the output of every step `[B, T, d]` rather than of the last
+            valid step `[B, d]`. Defaults to `True`.
+        return_state: Also return the final state list. Defaults to `False`.
+        return_attention_scores: Also return the alignments `[B, T, S]`. Defaults to `False`.
+        **kwargs: Base layer arguments.
+
+    Call arguments:
+        sequences: Decoder inputs `[B, T, d_y]` (the embedded previous target tokens).
+        memory: Encoder outputs `[B, S, d_h]`.
+        memory_mask: Boolean `[B, S]`; filled from the Keras mask of `memory`
+            (`Embedding(mask_zero=True)` on the source). Defaults to `None`.
+        initial_state: The wrapped cell's states (e.g. the encoder's final `[h, c]`) or the
+            full state list of the cell. Defaults to `None` (zeros).
+        mask: Boolean `[B, T]` decoder mask; padded steps keep the state and output zeros.
+            Filled from the Keras mask of `sequences`. Defaults to `None`.
+        training: Whether dropout is active. Defaults to `None`.
+
+    Returns:
+        `outputs`, then the alignments if `return_attention_scores`, then the final states if
+        `return_state` (in that order, as a list when there is more than one).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_attention import LuongAttention, LuongAttentionCell
+    >>> rnn = AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(8), LuongAttention()),
+    ...                    return_attention_scores=True, return_state=True)
+    >>> outputs, alignments, h, c, attentional = rnn(np.ones((2, 4, 3)), np.ones((2, 6, 8)))
+    >>> tuple(outputs.shape), tuple(alignments.shape), tuple(attentional.shape)
+    ((2, 4, 8), (2, 4, 6), (2, 8))
+    """
+
+    def __init__(
+        self,
+        cell: Any,
+        return_sequences: bool = True,
+        return_state: bool = False,
+        return_attention_scores: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(cell, BaseAttentionCell):
+            raise TypeError(
+                "`cell` must be a BahdanauAttentionCell or LuongAttentionCell (wrap your Keras "
+                f"cell in one). Received: cell={cell!r}"
+            )
+        self.cell = cell
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        self.return_attention_scores = bool(return_attention_scores)
+        self.supports_masking = True
+
+    def build(self, sequences_shape, memory_shape) -> None:
+        if len(sequences_shape) != 3:
+            raise ValueError(
+                "`sequences` must have shape [batch, steps, features]. "
+                f"Received: sequences.shape={tuple(sequences_shape)}"
+            )
+        if not self.cell.built:
+            self.cell.build(tuple(sequences_shape), tuple(memory_shape))
+
+    def call(
+        self,
+        sequences,
+        memory,
+        memory_mask=None,
+        initial_state=None,
+        mask=None,
+        sequences_mask=None,
+        training=None,
+    ):
+        if len(memory.shape) != 3:
+            raise ValueError(
+                "`memory` must have shape [batch, steps, features]. "
+                f"Received: memory.shape={tuple(memory.shape)}"
+            )
+        mask = sequences_mask if mask is None else mask
+        check_mask("mask", mask, sequences, "sequences")
+        check_mask("memory_mask", memory_mask, memory, "memory")
+        batch = ops.shape(sequences)[0]
+        steps = ops.shape(sequences)[1]
+        memory_steps = ops.shape(memory)[1]
+        cell = self.cell
+        prepared = cell.prepare_memory(memory, memory_mask)
+        if initial_state is None:
+            states = cell.get_initial_state(batch)
+        else:
+            states = cell.complete_initial_state(initial_state, batch)
+
+        inputs = ops.transpose(sequences, (1, 0, 2))  # [T, B, d_y]
+        step_mask = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        dtype = self.compute_dtype
+        outputs = ops.zeros((steps, batch, cell.output_size), dtype)
+        alignments = ops.zeros(
+            (steps if self.return_attention_scores else 1, batch, memory_steps), dtype
+        )
+        last = ops.zeros((batch, cell.output_size), dtype)
+
+        def body(t, states, outputs, alignments, last):
+            output, new_states, alignment = cell.step(
+                ops.take(inputs, t, axis=0), states, prepared, position=t, training=training
+            )
+            output = ops.cast(output, dtype)
+            alignment = ops.cast(alignment, dtype)
+            if step_mask is not None:
+                valid = ops.expand_dims(ops.take(step_mask, t, axis=0), -1)
+                new_states = [ops.where(valid, n, o) for n, o in zip(new_states, states)]
+                output = ops.where(valid, output, ops.zeros_like(output))
+                alignment = ops.where(valid, alignment, ops.zeros_like(alignment))
+                last = ops.where(valid, output, last)
+            else:
+                last = output
+            index = ops.reshape(t, (1, 1))
+            outputs = ops.scatter_update(outputs, index, ops.expand_dims(output, 0))
+            if self.return_attention_scores:
+                alignments = ops.scatter_update(alignments, index, ops.expand_dims(alignment, 0))
+            return t + 1, new_states, outputs, alignments, last
+
+        _, states, outputs, alignments, last = ops.while_loop(
+            lambda t, *_: t < steps,
+            body,
+            (ops.convert_to_tensor(0, "int32"), states, outputs, alignments, last),
+            maximum_iterations=steps,
+        )
+        result = [ops.transpose(outputs, (1, 0, 2)) if self.return_sequences else last]
+        if self.return_attention_scores:
+            result.append(ops.transpose(alignments, (1, 0, 2)))
+        if self.return_state:
+            result.extend(states)
+        return result[0] if len(result) == 1 else result
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        out_mask = mask if self.return_sequences else None
+        masks = [out_mask] + [out_mask] * self.return_attention_scores
+        if self.return_state:
+            masks += [None] * len(self.cell.state_size)
+        return masks[0] if len(masks) == 1 else masks
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "return_sequences": self.return_sequences,
+                "return_state": self.return_state,
+                "return_attention_scores": self.return_attention_scores,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict):
+        config = copy.deepcopy(config)  # deserializers may pop keys (StackedRNNCells does)
+        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+        return cls(**config)

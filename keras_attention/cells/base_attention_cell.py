@@ -1,0 +1,171 @@
+"""What the attentional cells share: the wrapped cell, the attention, the state layout."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention.layers.base_attention import BaseAttention
+
+
+class BaseAttentionCell(keras.layers.Layer):
+    """Base of `BahdanauAttentionCell` and `LuongAttentionCell`; not meant to be used directly.
+
+    The state is a flat list: the wrapped cell's states, flattened (`[h, c]` for `LSTMCell`,
+    `[h]` for `GRUCell`, all layers in order for `StackedRNNCells`), then the cell's own extra
+    states (`_extra_state_sizes`). One decoder step is `step(inputs, states, memory, position)`
+    with `memory` made once per sequence by `prepare_memory`.
+    """
+
+    def __init__(self, cell: Any, attention: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(cell, keras.layers.Layer) or not hasattr(cell, "state_size"):
+            raise TypeError(
+                "`cell` must be a Keras RNN cell: a layer with `state_size`, such as "
+                f"keras.layers.LSTMCell or GRUCell. Received: cell={cell!r}"
+            )
+        if not isinstance(attention, BaseAttention):
+            raise TypeError(
+                "`attention` must be a keras_attention AdditiveAttention or LuongAttention "
+                f"layer. Received: attention={attention!r}"
+            )
+        if attention.attention_units:
+            raise ValueError(
+                f"{type(self).__name__} computes the attentional output itself; give the "
+                "attention layer no `attention_units`. Received: "
+                f"attention.attention_units={attention.attention_units}"
+            )
+        self.cell = cell
+        self.attention = attention
+        template = cell.state_size
+        self._state_template = list(template) if isinstance(template, (list, tuple)) else [template]
+        self._cell_state_sizes = [int(s) for s in keras.tree.flatten(self._state_template)]
+        # The wrapped cell's hidden state h (the top cell's for StackedRNNCells): Bahdanau's query.
+        last = self._state_template[-1] if isinstance(cell, keras.layers.StackedRNNCells) else None
+        self._hidden_index = (
+            len(self._cell_state_sizes) - len(keras.tree.flatten(last)) if last is not None else 0
+        )
+
+    # ---------------------------------------------------------------- state layout
+    @property
+    def cell_output_size(self) -> int:
+        return int(self.cell.output_size)
+
+    def _extra_state_sizes(self) -> list:
+        return []
+
+    @property
+    def state_size(self) -> list:
+        """Sizes of the flat state: the wrapped cell's states, then the extra ones."""
+        return self._cell_state_sizes + self._extra_state_sizes()
+
+    def get_initial_state(self, batch_size: int) -> list:
+        """All-zero states `[[B, size] for size in state_size]`."""
+        return [ops.zeros((batch_size, size), self.compute_dtype) for size in self.state_size]
+
+    def complete_initial_state(self, initial_state, batch_size) -> list:
+        """Check a user's initial state; the wrapped cell's states alone get zero extras."""
+        states = (
+            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        )
+        sizes = self.state_size
+        if len(states) not in (len(self._cell_state_sizes), len(sizes)):
+            raise ValueError(
+                f"`initial_state` must be a list of {len(self._cell_state_sizes)} tensors (the "
+                f"wrapped cell's states, sizes {self._cell_state_sizes}) or {len(sizes)} "
+                f"(the full state, sizes {sizes}). Received: a list of {len(states)}"
+            )
+        for i, (state, size) in enumerate(zip(states, sizes)):
+            shape = tuple(state.shape)
+            if len(shape) != 2 or shape[-1] not in (None, size):
+                raise ValueError(
+                    f"`initial_state[{i}]` must have shape [batch, {size}]. "
+                    f"Received: initial_state[{i}].shape={shape}"
+                )
+        extra = self.state_size[len(states) :]
+        return [ops.cast(s, self.compute_dtype) for s in states] + [
+            ops.zeros((batch_size, size), self.compute_dtype) for size in extra
+        ]
+
+    # ---------------------------------------------------------------- building
+    def _query_dim(self) -> int:
+        raise NotImplementedError
+
+    def _cell_input_dim(self, inputs_dim: int, memory_dim: int) -> int:
+        raise NotImplementedError
+
+    def build(self, inputs_shape, memory_shape) -> None:
+        if len(memory_shape) != 3:
+            raise ValueError(
+                "`memory` must have shape [batch, steps, features]. "
+                f"Received: memory.shape={tuple(memory_shape)}"
+            )
+        if not self.attention.built:
+            self.attention.build((None, self._query_dim()), tuple(memory_shape))
+        if not self.cell.built:
+            self.cell.build((None, self._cell_input_dim(inputs_shape[-1], memory_shape[-1])))
+        self._build_own(inputs_shape, memory_shape)
+
+    def _build_own(self, inputs_shape, memory_shape) -> None:
+        pass
+
+    # ---------------------------------------------------------------- stepping
+    def prepare_memory(self, memory, mask=None):
+        """Project the attention keys once per sequence; pass the result to every `step`.
+
+        Args:
+            memory: Encoder outputs `[B, S, d_h]`.
+            mask: Optional boolean `[B, S]`. Defaults to `None`.
+        """
+        if not self.attention.built:
+            self.attention.build((None, self._query_dim()), tuple(memory.shape))
+        return self.attention.prepare_memory(memory, None, mask)
+
+    def _cell_step(self, inputs, cell_states, training):
+        packed = keras.tree.pack_sequence_as(self._state_template, list(cell_states))
+        output, new_states = self.cell(inputs, packed, training=training)
+        return output, [ops.cast(s, self.compute_dtype) for s in keras.tree.flatten(new_states)]
+
+    def _attend(self, query, memory, position, training):
+        """Attention for one query step `[B, d_s]`: `(context [B, d_v], alignment [B, S])`."""
+        positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
+        context, weights = self.attention.attend(
+            ops.expand_dims(query, 1), memory, query_positions=positions, training=training
+        )
+        return context[:, 0], weights[:, 0]
+
+    def step(self, inputs, states, memory, position=None, training=None):
+        """One decoder step.
+
+        Args:
+            inputs: `y_{t-1}`, `[B, d_y]` (e.g. the embedded previous token).
+            states: The flat state list (see `state_size`).
+            memory: The result of `prepare_memory`.
+            position: The step index t (scalar or `[B]`), used by local_monotonic attention.
+                Defaults to `None`.
+            training: Whether dropout is active. Defaults to `None`.
+
+        Returns:
+            `(output [B, output_size], new_states, alignment [B, S])`.
+        """
+        raise NotImplementedError
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "attention": keras.saving.serialize_keras_object(self.attention),
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict):
+        config = copy.deepcopy(config)  # deserializers may pop keys (StackedRNNCells does)
+        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+        config["attention"] = keras.saving.deserialize_keras_object(config["attention"])
+        return cls(**config)
