@@ -1,0 +1,625 @@
+"""Attentional cells and AttentionRNN against the float64 decoders of tests/reference_cells.py.
+
+Covers DESIGN.md §2 "Recurrent cells": Luong (input feeding on/off, tanh/no activation, every
+score mode and alignment, additive) and Bahdanau (additive, Luong general) decoders over LSTMCell,
+GRUCell and StackedRNNCells, with memory padding full of garbage, decoder padding (also a hole),
+encoder initial states (and a full Luong state with h̃_0), `return_sequences=False`; stepping by
+hand equals the sequence layer; Luong without input feeding equals LSTM + parallel
+LuongAttention; gradients reach the encoder and match finite differences; fully masked memory
+rows give zero contexts and no NaN.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention import (
+    AdditiveAttention,
+    AttentionRNN,
+    BahdanauAttentionCell,
+    LuongAttention,
+    LuongAttentionCell,
+)
+from tests import reference_cells as ref
+from tests.conftest import layer_weights, randomize_weights
+
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+BATCH, STEPS, MEMORY, D_Y, UNITS = 3, 5, 7, 3, 6
+
+CELLS = {
+    "lstm": (keras.layers.LSTMCell, ref.lstm_cell),
+    "gru": (keras.layers.GRUCell, ref.gru_cell),
+}
+
+
+def _attention_ref(cls, kwargs):
+    """tests.reference.attention keyword arguments (less the weights) for a layer's kwargs."""
+    if cls is AdditiveAttention:
+        out = {"mode": "additive"}
+    else:
+        out = {
+            "mode": kwargs.get("score_mode", "dot"),
+            "alignment": kwargs.get("alignment", "global"),
+        }
+        if "window_radius" in kwargs:
+            out["window_radius"] = kwargs["window_radius"]
+    for flag in ("normalize", "use_scale"):
+        if kwargs.get(flag):
+            out[flag] = True
+    return out
+
+
+def _data(rng, d_memory, memory_mask=None, target_mask=True, garbage=50.0):
+    """Decoder inputs, memory with garbage padding, memory mask and decoder mask."""
+    y = rng.normal(size=(BATCH, STEPS, D_Y)).astype("float32")
+    memory = rng.normal(size=(BATCH, MEMORY, d_memory)).astype("float32")
+    if memory_mask is None:
+        lengths = np.array([MEMORY, 4, 2])  # row 2 is shorter than the decoder (local_m clips)
+        memory_mask = np.arange(MEMORY)[None, :] < lengths[:, None]
+    memory[~memory_mask] = garbage * rng.normal(size=memory[~memory_mask].shape)
+    tmask = None
+    if target_mask:
+        tmask = np.array(
+            [
+                [True] * STEPS,
+                [True, True, True, False, False],  # padded from the middle to the end
+                [True, True, False, True, False],  # a hole: the state must be carried over it
+            ]
+        )
+    return y, memory, memory_mask, tmask
+
+
+def _encoder_state(rng, kind):
+    h = np.tanh(rng.normal(size=(BATCH, UNITS))).astype("float32")
+    if kind == "lstm":
+        return [h, rng.normal(size=(BATCH, UNITS)).astype("float32")]
+    return [h]
+
+
+def _build(rnn, y, memory, mask):
+    rnn(y, memory, memory_mask=mask)  # builds every sub-layer
+    return rnn
+
+
+def _run(rnn, y, memory, mask, tmask=None, initial_state=None):
+    outputs, alignments, *states = rnn(
+        y, memory, memory_mask=mask, initial_state=initial_state, mask=tmask
+    )
+    return np.asarray(outputs), np.asarray(alignments), [np.asarray(s) for s in states]
+
+
+def _assert_match(got, want):
+    outputs, alignments, states = got
+    ref_outputs, ref_alignments, ref_states = want
+    np.testing.assert_allclose(alignments, ref_alignments, **TOL)
+    np.testing.assert_allclose(outputs, ref_outputs, **TOL)
+    assert len(states) == len(ref_states)
+    for state, ref_state in zip(states, ref_states):
+        np.testing.assert_allclose(state, ref_state, **TOL)
+
+
+# (id, cell kind, attention class, attention kwargs, input_feeding, activation, encoder state)
+LUONG_CASES = [
+    ("lstm-dot-global-feed", "lstm", LuongAttention, {"score_mode": "dot"}, True, "tanh", False),
+    (
+        "lstm-general-localm-nofeed-linear-init",
+        "lstm",
+        LuongAttention,
+        {"score_mode": "general", "alignment": "local_monotonic", "window_radius": 1},
+        False,
+        None,
+        True,
+    ),
+    (
+        "gru-concat-localp-feed-init",
+        "gru",
+        LuongAttention,
+        {"score_mode": "concat", "alignment": "local_predictive", "window_radius": 2, "units": 4},
+        True,
+        "tanh",
+        True,
+    ),
+    (
+        "gru-general-global-scale-nofeed",
+        "gru",
+        LuongAttention,
+        {"score_mode": "general", "use_scale": True},
+        False,
+        "tanh",
+        False,
+    ),
+    (
+        "lstm-concat-global-feed-linear-init",
+        "lstm",
+        LuongAttention,
+        {"score_mode": "concat", "units": 5},
+        True,
+        None,
+        True,
+    ),
+    (
+        "lstm-dot-localp-nofeed",
+        "lstm",
+        LuongAttention,
+        {"score_mode": "dot", "alignment": "local_predictive", "window_radius": 2},
+        False,
+        "tanh",
+        False,
+    ),
+    (
+        "gru-dot-localm-feed-linear",
+        "gru",
+        LuongAttention,
+        {"score_mode": "dot", "alignment": "local_monotonic", "window_radius": 1},
+        True,
+        None,
+        False,
+    ),
+    (
+        "lstm-additive-normalize-feed-init",
+        "lstm",
+        AdditiveAttention,
+        {"units": 4, "normalize": True, "use_scale": True},
+        True,
+        "tanh",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "seed, case", list(enumerate(c[1:] for c in LUONG_CASES)), ids=[c[0] for c in LUONG_CASES]
+)
+def test_luong_decoder_matches_reference(seed, case):
+    kind, cls, kwargs, input_feeding, activation, with_init = case
+    rng = np.random.default_rng(seed)
+    d_memory = UNITS if kwargs.get("score_mode") == "dot" else 5
+    y, memory, mask, tmask = _data(rng, d_memory)
+    cell = LuongAttentionCell(
+        CELLS[kind][0](UNITS),
+        cls(**kwargs),
+        units=4,
+        input_feeding=input_feeding,
+        attention_activation=activation,
+    )
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
+    )
+    randomize_weights(rnn, rng)
+    init = _encoder_state(rng, kind) if with_init else None
+    got = _run(rnn, y, memory, mask, tmask, init)
+    want = ref.luong_decoder(
+        y,
+        memory,
+        mask,
+        CELLS[kind][1],
+        layer_weights(cell.cell),
+        {**_attention_ref(cls, kwargs), "weights": layer_weights(cell.attention)},
+        cell.attention_kernel.numpy(),
+        input_feeding=input_feeding,
+        activation=activation,
+        target_mask=tmask,
+        initial_state=init,
+    )
+    _assert_match(got, want)
+    # Padding gets exactly zero weight, padded decoder steps exactly zero output.
+    assert np.all(got[1][np.broadcast_to(~mask[:, None, :], got[1].shape)] == 0.0)
+    assert np.all(got[0][~tmask] == 0.0) and np.all(got[1][~tmask] == 0.0)
+
+
+# (id, cell kind, attention class, attention kwargs, encoder state)
+BAHDANAU_CASES = [
+    ("gru-additive", "gru", AdditiveAttention, {"units": 5}, False),
+    (
+        "lstm-additive-normalize-scale-init",
+        "lstm",
+        AdditiveAttention,
+        {"units": 5, "normalize": True, "use_scale": True},
+        True,
+    ),
+    ("gru-luong-general-init", "gru", LuongAttention, {"score_mode": "general"}, True),
+    (
+        "lstm-luong-general-localm",
+        "lstm",
+        LuongAttention,
+        {"score_mode": "general", "alignment": "local_monotonic", "window_radius": 1},
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "seed, case",
+    list(enumerate((c[1:] for c in BAHDANAU_CASES), start=100)),
+    ids=[c[0] for c in BAHDANAU_CASES],
+)
+def test_bahdanau_decoder_matches_reference(seed, case):
+    kind, cls, kwargs, with_init = case
+    rng = np.random.default_rng(seed)
+    y, memory, mask, tmask = _data(rng, 5)
+    cell = BahdanauAttentionCell(CELLS[kind][0](UNITS), cls(**kwargs))
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
+    )
+    randomize_weights(rnn, rng)
+    init = _encoder_state(rng, kind) if with_init else None
+    got = _run(rnn, y, memory, mask, tmask, init)
+    want = ref.bahdanau_decoder(
+        y,
+        memory,
+        mask,
+        CELLS[kind][1],
+        layer_weights(cell.cell),
+        {**_attention_ref(cls, kwargs), "weights": layer_weights(cell.attention)},
+        target_mask=tmask,
+        initial_state=init,
+    )
+    _assert_match(got, want)
+    assert np.all(got[0][~tmask] == 0.0) and np.all(got[1][~tmask] == 0.0)
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_luong_decoder_without_masks_matches_reference(input_feeding):
+    """No memory mask and no decoder mask at all (the `None` paths)."""
+    rng = np.random.default_rng(5)
+    y, memory, _, _ = _data(rng, 5, memory_mask=np.ones((BATCH, MEMORY), bool), target_mask=False)
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS), LuongAttention("concat"), input_feeding=input_feeding
+    )
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, None
+    )
+    randomize_weights(rnn, rng)
+    got = _run(rnn, y, memory, None)
+    want = ref.luong_decoder(
+        y,
+        memory,
+        None,
+        ref.lstm_cell,
+        layer_weights(cell.cell),
+        {"mode": "concat", "weights": layer_weights(cell.attention)},
+        cell.attention_kernel.numpy(),
+        input_feeding=input_feeding,
+    )
+    _assert_match(got, want)
+
+
+@pytest.mark.parametrize("kind", ["luong", "bahdanau"])
+def test_return_sequences_false_is_the_last_valid_step(kind):
+    rng = np.random.default_rng(9)
+    y, memory, mask, tmask = _data(rng, 5)
+    attention = LuongAttention("general", "local_monotonic", window_radius=1)
+    if kind == "luong":
+        cell = LuongAttentionCell(keras.layers.GRUCell(UNITS), attention, units=4)
+    else:
+        cell = BahdanauAttentionCell(keras.layers.GRUCell(UNITS), attention)
+    rnn = _build(AttentionRNN(cell, return_sequences=False), y, memory, mask)
+    randomize_weights(rnn, rng)
+    last = np.asarray(rnn(y, memory, memory_mask=mask, mask=tmask))
+    common = {
+        "cell_fn": ref.gru_cell,
+        "cell_weights": layer_weights(cell.cell),
+        "attention": {
+            "mode": "general",
+            "alignment": "local_monotonic",
+            "window_radius": 1,
+            "weights": layer_weights(attention),
+        },
+        "target_mask": tmask,
+    }
+    if kind == "luong":
+        outputs, _, _ = ref.luong_decoder(
+            y, memory, mask, attention_kernel=cell.attention_kernel.numpy(), **common
+        )
+    else:
+        outputs, _, _ = ref.bahdanau_decoder(y, memory, mask, **common)
+    last_valid = [STEPS - 1 - int(np.argmax(row[::-1])) for row in tmask]  # 4, 2, 3
+    np.testing.assert_allclose(last, outputs[np.arange(BATCH), last_valid], **TOL)
+
+
+@pytest.mark.parametrize("kind", ["luong", "bahdanau"])
+def test_stacked_cells_match_reference(kind):
+    """StackedRNNCells: flat state [gru h, lstm h, lstm c]; Bahdanau's query is the top h."""
+    rng = np.random.default_rng(13)
+    y, memory, mask, tmask = _data(rng, 5)
+    stacked = keras.layers.StackedRNNCells([keras.layers.GRUCell(4), keras.layers.LSTMCell(UNITS)])
+    attention = AdditiveAttention(units=5)
+    if kind == "luong":
+        cell = LuongAttentionCell(stacked, attention)
+    else:
+        cell = BahdanauAttentionCell(stacked, attention)
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
+    )
+    randomize_weights(rnn, rng)
+    init = [np.tanh(rng.normal(size=(BATCH, n))).astype("float32") for n in (4, UNITS, UNITS)]
+    got = _run(rnn, y, memory, mask, tmask, init)
+    common = {
+        "cell_fn": ref.stacked_cell(ref.gru_cell, ref.lstm_cell),
+        "cell_weights": [layer_weights(c) for c in stacked.cells],
+        "attention": {"mode": "additive", "weights": layer_weights(attention)},
+        "target_mask": tmask,
+        "initial_state": init,
+    }
+    if kind == "luong":
+        want = ref.luong_decoder(
+            y, memory, mask, attention_kernel=cell.attention_kernel.numpy(), **common
+        )
+    else:
+        want = ref.bahdanau_decoder(y, memory, mask, **common)
+    _assert_match(got, want)
+
+
+def test_luong_full_initial_state_feeds_h_tilde_0():
+    """`initial_state` may be the full state list: the cell's states, then h̃_0."""
+    rng = np.random.default_rng(17)
+    y, memory, mask, tmask = _data(rng, 5)
+    cell = LuongAttentionCell(keras.layers.LSTMCell(UNITS), LuongAttention("general"), units=4)
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
+    )
+    randomize_weights(rnn, rng)
+    init = _encoder_state(rng, "lstm") + [np.tanh(rng.normal(size=(BATCH, 4))).astype("float32")]
+    got = _run(rnn, y, memory, mask, tmask, init)
+    want = ref.luong_decoder(
+        y,
+        memory,
+        mask,
+        ref.lstm_cell,
+        layer_weights(cell.cell),
+        {"mode": "general", "weights": layer_weights(cell.attention)},
+        cell.attention_kernel.numpy(),
+        target_mask=tmask,
+        initial_state=init,
+    )
+    _assert_match(got, want)
+
+
+# ------------------------------------------------------------------ step by step == sequence
+STEP_CASES = {
+    "luong-lstm-feed-localm": lambda: LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS),
+        LuongAttention("general", "local_monotonic", window_radius=1),
+    ),
+    "luong-gru-nofeed-localp": lambda: LuongAttentionCell(
+        keras.layers.GRUCell(UNITS),
+        LuongAttention("concat", "local_predictive", window_radius=2),
+        input_feeding=False,
+    ),
+    "bahdanau-gru-additive": lambda: BahdanauAttentionCell(
+        keras.layers.GRUCell(UNITS), AdditiveAttention(units=5)
+    ),
+    "bahdanau-lstm-general": lambda: BahdanauAttentionCell(
+        keras.layers.LSTMCell(UNITS), LuongAttention("general")
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(STEP_CASES))
+def test_stepping_by_hand_equals_attention_rnn(name):
+    rng = np.random.default_rng(11)
+    y, memory, mask, _ = _data(rng, 5, target_mask=False)
+    cell = STEP_CASES[name]()
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
+    )
+    randomize_weights(rnn, rng)
+    outputs, alignments, final = _run(rnn, y, memory, mask)
+
+    prepared = cell.prepare_memory(memory, mask)
+    states = cell.get_initial_state(BATCH)
+    for t in range(STEPS):
+        out, states, align = cell.step(y[:, t], states, prepared, position=t)
+        np.testing.assert_allclose(np.asarray(out), outputs[:, t], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(align), alignments[:, t], rtol=1e-6, atol=1e-6)
+    assert len(states) == len(final)
+    for state, want in zip(states, final):
+        np.testing.assert_allclose(np.asarray(state), want, rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------- Luong without feeding == parallel
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"score_mode": "dot"},
+        {"score_mode": "general"},
+        {"score_mode": "concat"},
+        {"score_mode": "general", "alignment": "local_monotonic", "window_radius": 1},
+        {"score_mode": "concat", "alignment": "local_predictive", "window_radius": 2},
+    ],
+    ids=["dot", "general", "concat", "general-localm", "concat-localp"],
+)
+def test_luong_without_input_feeding_equals_lstm_then_parallel_attention(kwargs):
+    rng = np.random.default_rng(21)
+    y, memory, mask, _ = _data(rng, UNITS, target_mask=False)  # every row has a valid position
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS), LuongAttention(**kwargs), input_feeding=False
+    )
+    rnn = _build(AttentionRNN(cell, return_attention_scores=True), y, memory, mask)
+    randomize_weights(rnn, rng)
+    outputs, alignments = (np.asarray(a) for a in rnn(y, memory, memory_mask=mask))
+
+    lstm = keras.layers.LSTM(UNITS, return_sequences=True)
+    attention = LuongAttention(**kwargs, attention_units=UNITS)
+    hidden = lstm(y)
+    attention([hidden, memory], mask=[None, mask])
+    for name in ("kernel", "recurrent_kernel", "bias"):
+        getattr(lstm.cell, name).assign(getattr(cell.cell, name))
+    cell_attention = {w.name: w for w in cell.attention.weights}
+    for w in attention.weights:
+        w.assign(cell.attention_kernel if w.name == "attention_kernel" else cell_attention[w.name])
+    assert {w.name for w in attention.weights} == set(cell_attention) | {"attention_kernel"}
+    parallel, weights = attention(
+        [lstm(y), memory], mask=[None, mask], return_attention_scores=True
+    )
+    np.testing.assert_allclose(alignments, np.asarray(weights), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs, np.asarray(parallel), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ gradients
+@pytest.mark.parametrize("kind", ["luong", "bahdanau"])
+def test_gradients_reach_the_encoder(kind):
+    vocab, src_len, tgt_len, dim = 11, 6, 4, 8
+    src = keras.Input((src_len,), dtype="int32")
+    tgt = keras.Input((tgt_len,), dtype="int32")
+    source_embedding = keras.layers.Embedding(vocab, dim, mask_zero=True)
+    encoder = keras.layers.LSTM(dim, return_sequences=True, return_state=True)
+    encoded, h, c = encoder(source_embedding(src))
+    if kind == "luong":
+        cell = LuongAttentionCell(keras.layers.LSTMCell(dim), LuongAttention("general"))
+    else:
+        cell = BahdanauAttentionCell(keras.layers.LSTMCell(dim), AdditiveAttention(units=5))
+    decoded, alignments = AttentionRNN(cell, return_attention_scores=True)(
+        keras.layers.Embedding(vocab, dim, mask_zero=True)(tgt), encoded, initial_state=[h, c]
+    )
+    model = keras.Model([src, tgt], [keras.layers.Dense(vocab)(decoded), alignments])
+
+    rng = np.random.default_rng(0)
+    src_ids = rng.integers(1, vocab, size=(2, src_len))
+    src_ids[1, 3:] = 0  # source padding
+    tgt_ids = rng.integers(1, vocab, size=(2, tgt_len))
+    tgt_ids[1, 2:] = 0  # target padding
+    with tf.GradientTape() as tape:
+        logits, alignments = model([src_ids, tgt_ids])
+        loss = tf.reduce_sum(logits * rng.normal(size=logits.shape))
+    # Both Keras masks (mask_zero) reached the decoder: no weight on source padding, padded
+    # target steps give zero alignments.
+    alignments = np.asarray(alignments)
+    assert np.all(alignments[1, :, 3:] == 0.0) and np.all(alignments[1, 2:] == 0.0)
+    np.testing.assert_allclose(alignments[:, :2].sum(-1), 1.0, rtol=1e-5)
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    assert len(variables) >= 9  # 2 embeddings, encoder LSTM, cell, attention, dense
+    for var, grad in zip(variables, grads):
+        assert grad is not None, var.path
+        grad = np.asarray(tf.convert_to_tensor(grad))
+        assert np.all(np.isfinite(grad)), var.path
+    encoder_side = {
+        id(v) for v in encoder.trainable_variables + source_embedding.trainable_variables
+    }
+    encoder_grads = [g for v, g in zip(variables, grads) if id(v) in encoder_side]
+    assert len(encoder_grads) == 4
+    assert all(np.any(np.asarray(tf.convert_to_tensor(g)) != 0) for g in encoder_grads)
+
+
+def _float64_rnn(kind):
+    if kind == "luong":
+        cell = LuongAttentionCell(
+            keras.layers.LSTMCell(4, dtype="float64"),
+            LuongAttention(
+                "general", "local_predictive", window_radius=2, units=3, dtype="float64"
+            ),
+            dtype="float64",
+        )
+    else:
+        cell = BahdanauAttentionCell(
+            keras.layers.GRUCell(4, dtype="float64"),
+            AdditiveAttention(units=3, dtype="float64"),
+            dtype="float64",
+        )
+    return AttentionRNN(cell, return_attention_scores=True, dtype="float64")
+
+
+@pytest.mark.parametrize("kind", ["luong", "bahdanau"])
+def test_gradients_match_finite_differences_float64(kind):
+    rng = np.random.default_rng(3)
+    y = tf.constant(rng.normal(size=(2, 3, 2)))
+    memory = tf.Variable(rng.normal(size=(2, 5, 3)))
+    mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+    rnn = _float64_rnn(kind)
+    rnn(y, memory, memory_mask=mask)
+    randomize_weights(rnn, rng)
+    for w in rnn.weights:  # randomize_weights draws float32 values: widen them
+        w.assign(np.asarray(w.numpy(), np.float64) + 1e-3 * rng.normal(size=w.shape))
+    proj_out = tf.constant(rng.normal(size=(2, 3, rnn.cell.output_size)))
+    proj_align = tf.constant(rng.normal(size=(2, 3, 5)))
+
+    @tf.function
+    def loss_fn():
+        outputs, alignments = rnn(y, memory, memory_mask=mask)
+        assert outputs.dtype == "float64" and alignments.dtype == "float64"
+        return tf.reduce_sum(outputs * proj_out) + tf.reduce_sum(alignments * proj_align)
+
+    variables = [memory] + list(rnn.cell.attention.trainable_weights)
+    if kind == "luong":
+        variables.append(rnn.cell.attention_kernel)
+    with tf.GradientTape() as tape:
+        loss = loss_fn()
+    grads = tape.gradient(loss, variables)
+    eps = 1e-6
+    for var, grad in zip(variables, grads):
+        assert grad is not None, var.name
+        grad = np.asarray(tf.convert_to_tensor(grad)).reshape(-1)
+        base = var.numpy()
+        flat = base.reshape(-1)
+        picks = rng.choice(flat.size, size=min(flat.size, 5), replace=False)
+        if var is memory:  # include a padded position: its gradient must be exactly 0
+            picks = np.append(picks, np.ravel_multi_index((1, 4, 0), base.shape))
+        for i in picks:
+            bumped = flat.copy()
+            bumped[i] += eps
+            var.assign(bumped.reshape(base.shape))
+            up = float(loss_fn())
+            bumped[i] -= 2 * eps
+            var.assign(bumped.reshape(base.shape))
+            down = float(loss_fn())
+            var.assign(base)
+            numeric = (up - down) / (2 * eps)
+            np.testing.assert_allclose(
+                grad[i], numeric, rtol=1e-5, atol=1e-8, err_msg=f"{var.name}[{i}]"
+            )
+    assert np.all(np.asarray(grads[0])[1, 3:] == 0.0)  # padded memory gets no gradient
+
+
+# ------------------------------------------------------------------ fully masked memory rows
+@pytest.mark.parametrize(
+    "attention",
+    [
+        lambda: AdditiveAttention(units=5),
+        lambda: LuongAttention("general", "local_monotonic", window_radius=1),
+        lambda: LuongAttention("concat", "local_predictive", window_radius=2),
+    ],
+    ids=["additive", "general-localm", "concat-localp"],
+)
+def test_fully_masked_memory_row_gives_zero_context_and_no_nan(attention):
+    rng = np.random.default_rng(8)
+    mask = np.array([[True] * MEMORY, [False] * MEMORY, [True] * 3 + [False] * 4])
+    y, memory, mask, tmask = _data(rng, 5, memory_mask=mask)
+    cell = BahdanauAttentionCell(keras.layers.LSTMCell(UNITS), attention())
+    rnn = _build(
+        AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
+    )
+    randomize_weights(rnn, rng)
+    memory_var = tf.Variable(memory)
+    with tf.GradientTape() as tape:
+        outputs, alignments, *states = rnn(y, memory_var, memory_mask=mask, mask=tmask)
+        loss = tf.reduce_sum(outputs * rng.normal(size=outputs.shape))
+    grads = tape.gradient(loss, [memory_var] + rnn.trainable_weights)
+    outputs, alignments = np.asarray(outputs), np.asarray(alignments)
+    assert np.all(outputs[1, :, UNITS:] == 0.0)  # the context half of [s_t; c_t]
+    assert np.all(alignments[1] == 0.0)
+    assert np.any(outputs[1, :, :UNITS] != 0.0)  # the decoder still runs
+    for x in [outputs, alignments] + [np.asarray(s) for s in states]:
+        assert not np.any(np.isnan(x))
+    for g in grads:
+        assert g is not None and np.all(np.isfinite(np.asarray(tf.convert_to_tensor(g))))
+    assert np.all(np.asarray(tf.convert_to_tensor(grads[0]))[1] == 0.0)
+
+    want = ref.bahdanau_decoder(
+        y,
+        memory,
+        mask,
+        ref.lstm_cell,
+        layer_weights(cell.cell),
+        {
+            **_attention_ref(type(cell.attention), cell.attention.get_config()),
+            "weights": layer_weights(cell.attention),
+        },
+        target_mask=tmask,
+    )
+    np.testing.assert_allclose(outputs, want[0], **TOL)
+    np.testing.assert_allclose(alignments, want[1], **TOL)
