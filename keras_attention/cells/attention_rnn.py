@@ -112,7 +112,8 @@ class AttentionRNN(keras.layers.Layer):
         else:
             states = cell.complete_initial_state(initial_state, batch)
 
-        inputs = ops.transpose(sequences, (1, 0, 2))  # [T, B, d_y]
+        # Whatever depends on the inputs only is computed here, once, not inside the loop.
+        inputs = ops.transpose(cell.project_inputs(sequences), (1, 0, 2))  # [T, B, .]
         step_mask = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
         dtype = self.compute_dtype
         outputs = ops.zeros((steps, batch, cell.output_size), dtype)
@@ -122,7 +123,7 @@ class AttentionRNN(keras.layers.Layer):
         last = ops.zeros((batch, cell.output_size), dtype)
 
         def body(t, states, outputs, alignments, last):
-            output, new_states, alignment = cell.step(
+            output, new_states, alignment = cell.step_projected(
                 ops.take(inputs, t, axis=0), states, prepared, position=t, training=training
             )
             output = ops.cast(output, dtype)

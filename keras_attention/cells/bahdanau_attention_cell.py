@@ -53,9 +53,7 @@ class BahdanauAttentionCell(BaseAttentionCell):
     def _build_own(self, inputs_shape, memory_shape) -> None:
         self._memory_dim = int(memory_shape[-1])
 
-    def step(self, inputs, states, memory, position=None, training=None):
+    def step_projected(self, inputs, states, memory, position=None, training=None):
         context, alignment = self._attend(states[self._hidden_index], memory, position, training)
-        hidden, new_states = self._cell_step(
-            ops.concatenate([inputs, context], axis=-1), states, training
-        )
+        hidden, new_states = self._cell_step(inputs, context, states, training)
         return ops.concatenate([hidden, context], axis=-1), new_states, alignment

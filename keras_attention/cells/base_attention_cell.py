@@ -124,9 +124,46 @@ class BaseAttentionCell(keras.layers.Layer):
             self.attention.build((None, self._query_dim()), tuple(memory.shape))
         return self.attention.prepare_memory(memory, None, mask)
 
-    def _cell_step(self, inputs, cell_states, training):
+    def _fused_lstm(self) -> bool:
+        """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
+        cell = self.cell
+        return (
+            type(cell) is keras.layers.LSTMCell
+            and cell.use_bias
+            and not cell.dropout
+            and not cell.recurrent_dropout
+        )
+
+    def project_inputs(self, inputs):
+        """The part of the step that depends on `y` only, for all steps at once.
+
+        For a plain `LSTMCell` this is `y W_y + b` (W_y the rows of the cell's kernel that see
+        `y`): `AttentionRNN` computes it once, outside the time loop, as one large matmul.
+        For other cells it is `y` itself. `step` accepts raw `y` and calls this.
+        """
+        if not self._fused_lstm():
+            return inputs
+        rows = inputs.shape[-1]
+        return ops.matmul(inputs, self.cell.kernel[:rows]) + self.cell.bias
+
+    def _cell_step(self, inputs, extra, cell_states, training):
+        """Step the wrapped cell on `[inputs; extra]` (inputs already through `project_inputs`)."""
+        cell = self.cell
+        if self._fused_lstm():
+            h, c = cell_states
+            z = inputs + ops.matmul(h, cell.recurrent_kernel)
+            if extra is not None:
+                rows = cell.kernel.shape[0] - extra.shape[-1]
+                z = z + ops.matmul(extra, cell.kernel[rows:])
+            i, f, g, o = ops.split(z, 4, axis=-1)
+            act, gate = cell.activation, cell.recurrent_activation
+            c = gate(f) * c + gate(i) * act(g)
+            h = gate(o) * act(c)
+            return h, [h, c]
+        if extra is not None:
+            inputs = ops.concatenate([inputs, extra], axis=-1)
         packed = keras.tree.pack_sequence_as(self._state_template, list(cell_states))
-        output, new_states = self.cell(inputs, packed, training=training)
+        output, new_states = cell(inputs, packed, training=training)
         return output, [ops.cast(s, self.compute_dtype) for s in keras.tree.flatten(new_states)]
 
     def _attend(self, query, memory, position, training):
@@ -140,6 +177,9 @@ class BaseAttentionCell(keras.layers.Layer):
     def step(self, inputs, states, memory, position=None, training=None):
         """One decoder step.
 
+        `inputs` is the raw `y_{t-1}`; `AttentionRNN` instead projects the whole sequence once
+        (`project_inputs`) and calls `step_projected`.
+
         Args:
             inputs: `y_{t-1}`, `[B, d_y]` (e.g. the embedded previous token).
             states: The flat state list (see `state_size`).
@@ -151,6 +191,12 @@ class BaseAttentionCell(keras.layers.Layer):
         Returns:
             `(output [B, output_size], new_states, alignment [B, S])`.
         """
+        if not self.built:
+            self.build(tuple(inputs.shape), tuple(memory[1].shape))
+        return self.step_projected(self.project_inputs(inputs), states, memory, position, training)
+
+    def step_projected(self, inputs, states, memory, position=None, training=None):
+        """`step` on inputs that already went through `project_inputs`."""
         raise NotImplementedError
 
     def get_config(self) -> dict:

@@ -89,12 +89,10 @@ class LuongAttentionCell(BaseAttentionCell):
             initializer=self.kernel_initializer,
         )
 
-    def step(self, inputs, states, memory, position=None, training=None):
+    def step_projected(self, inputs, states, memory, position=None, training=None):
         n = len(self._cell_state_sizes)
-        cell_states = states[:n]
-        if self.input_feeding:
-            inputs = ops.concatenate([inputs, states[n]], axis=-1)
-        hidden, new_states = self._cell_step(inputs, cell_states, training)
+        feed = states[n] if self.input_feeding else None
+        hidden, new_states = self._cell_step(inputs, feed, states[:n], training)
         context, alignment = self._attend(hidden, memory, position, training)
         output = ops.matmul(ops.concatenate([hidden, context], axis=-1), self.attention_kernel)
         if self.attention_activation is not None:
