@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
-from keras_attention.layers._call_inputs import check_mask
+from keras_attention.layers._call_inputs import check_mask, check_rank
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -76,11 +76,7 @@ class AttentionRNN(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, sequences_shape, memory_shape) -> None:
-        if len(sequences_shape) != 3:
-            raise ValueError(
-                "`sequences` must have shape [batch, steps, features]. "
-                f"Received: sequences.shape={tuple(sequences_shape)}"
-            )
+        check_rank(self.name, "sequences", sequences_shape, (3,))
         if not self.cell.built:
             self.cell.build(tuple(sequences_shape), tuple(memory_shape))
 
@@ -94,11 +90,7 @@ class AttentionRNN(keras.layers.Layer):
         sequences_mask=None,
         training=None,
     ):
-        if len(memory.shape) != 3:
-            raise ValueError(
-                "`memory` must have shape [batch, steps, features]. "
-                f"Received: memory.shape={tuple(memory.shape)}"
-            )
+        check_rank(self.name, "memory", memory.shape, (3,))
         mask = sequences_mask if mask is None else mask
         check_mask("mask", mask, sequences, "sequences")
         check_mask("memory_mask", memory_mask, memory, "memory")

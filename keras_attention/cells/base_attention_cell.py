@@ -8,6 +8,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention.layers._call_inputs import check_rank
 from keras_attention.layers.base_attention import BaseAttention
 
 
@@ -98,11 +99,7 @@ class BaseAttentionCell(keras.layers.Layer):
         raise NotImplementedError
 
     def build(self, inputs_shape, memory_shape) -> None:
-        if len(memory_shape) != 3:
-            raise ValueError(
-                "`memory` must have shape [batch, steps, features]. "
-                f"Received: memory.shape={tuple(memory_shape)}"
-            )
+        check_rank(self.name, "memory", memory_shape, (3,))
         if not self.attention.built:
             self.attention.build((None, self._query_dim()), tuple(memory_shape))
         if not self.cell.built:
