@@ -45,11 +45,16 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     scores = ops.cast(scores, wide_float_dtype(scores.dtype))
     if mask is not None:
         mask = ops.cast(mask, "bool")
-        scores = ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE))
-    exp = ops.exp(scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True)))
+    if scores.shape[axis] == 1:
+        weights = ops.ones_like(scores)  # softmax over one position (Keras warns on it)
+    elif mask is None:
+        return ops.softmax(scores, axis=axis)
+    else:
+        # The fused softmax; masked logits underflow to exactly 0. Multiplying by the mask
+        # also zeroes rows with no valid position (softmax makes them uniform).
+        weights = ops.softmax(
+            ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE)), axis=axis
+        )
     if mask is None:
-        return exp / ops.sum(exp, axis=axis, keepdims=True)
-    exp = exp * ops.cast(mask, scores.dtype)
-    total = ops.sum(exp, axis=axis, keepdims=True)
-    # Fully masked rows have total == 0 and exp == 0: 0 / 1 = 0.
-    return exp / ops.where(total > 0.0, total, ops.ones_like(total))
+        return weights
+    return weights * ops.cast(mask, weights.dtype)

@@ -21,7 +21,8 @@ class LuongAttention(BaseAttention):
 
     - `"dot"`: `e = s · h_i` (needs d_s == d_h);
     - `"general"`: `e = s · (h_i W_g)`, `W_g` `[d_h, d_s]` (`score_kernel`), the keys `h W_g` made
-      once per memory;
+      once per memory (with local alignment, the equal `(s W_gᵀ) · h_i`, so that one window
+      tensor serves as keys and values);
     - `"concat"`: `e = v · tanh(s W_q + h_i W_k)` (`query_kernel`, `key_kernel`, `score_vector`).
 
     With `use_scale=True` the score is multiplied by a learned scalar `scale` (initially 1).
@@ -157,8 +158,15 @@ class LuongAttention(BaseAttention):
             self.key_kernel = self._add_kernel("key_kernel", (key_dim, units))
             self.score_vector = self._add_kernel("score_vector", (units,))
 
+    def _project_general_query(self) -> bool:
+        # s · (h W_g) = (s W_gᵀ) · h. Globally the keys h W_g are made once per memory. With
+        # local windows the query is projected instead, so the raw memory serves as both keys
+        # and values and only one window tensor is gathered (and scattered back in the
+        # gradient): the same FLOPs, half the memory traffic.
+        return self.score_mode == "general" and self.alignment != "global"
+
     def _project_keys(self, key):
-        if self.score_mode == "general":
+        if self.score_mode == "general" and not self._project_general_query():
             return ops.matmul(key, self.score_kernel)
         if self.score_mode == "concat":
             return ops.matmul(key, self.key_kernel)
@@ -167,6 +175,8 @@ class LuongAttention(BaseAttention):
     def _project_query(self, query):
         if self.score_mode == "concat":
             return ops.matmul(query, self.query_kernel)
+        if self._project_general_query():
+            return ops.matmul(query, ops.transpose(self.score_kernel))
         return query
 
     def _score(self, query_features, keys):
