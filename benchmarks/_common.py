@@ -1,0 +1,98 @@
+"""Helpers shared by the benchmark scripts: environment, timing statistics, markdown tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+# Quiet TensorFlow and pin the backend before anything imports Keras.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+# Run from a checkout without installing: put the repository root first on the path.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (falls back to `platform.processor()`)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+# The code these benchmarks time: uncommitted changes elsewhere do not affect the figures.
+MEASURED_PATHS = ("keras_attention/layers", "keras_attention/functional")
+
+
+def code_version() -> str:
+    """The commit of the checkout, flagged if the measured code has uncommitted changes."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", *MEASURED_PATHS],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + (" + uncommitted changes to the layers" if dirty else "")
+
+
+def machine_info() -> dict:
+    """CPU, core count, library versions and code version, for a benchmark report's header."""
+    import keras
+    import tensorflow as tf
+
+    return {
+        "code": code_version(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "backend": keras.backend.backend(),
+    }
+
+
+def median(values) -> float:
+    return float(statistics.median(values))
+
+
+def spread(values) -> str:
+    """`min–max` of a list of per-repeat figures, as a percentage of the median."""
+    m = median(values)
+    if m == 0 or len(values) < 2:
+        return "n/a"
+    return f"±{100 * (max(values) - min(values)) / (2 * m):.0f}%"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|")
+    lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+    return "\n".join(lines)
+
+
+def rotated(items: list, shift: int) -> list:
+    """`items` rotated left by `shift`, so every contender takes every position in turn."""
+    shift %= len(items)
+    return items[shift:] + items[:shift]

@@ -1,0 +1,316 @@
+"""Local vs global attention: time and peak memory of forward+backward as the memory grows.
+
+`LuongAttention(score_mode="general", window_radius=D)` with alignment "global",
+"local_predictive" and "local_monotonic", B=4, T=S in {512, 2048, 8192}, d=128, D=10 (a window
+of 2D+1 = 21 positions), float32. One step: `loss = sum(output)`, gradients w.r.t. the query,
+the memory and every trainable weight, in `tf.function` (graph mode; `--jit-compile` for XLA).
+
+Expectation (DESIGN.md §2, the issue's target): with T = S, global attention does O(T·S) =
+O(S²) work and holds [B, T, S] score/weight tensors (and their gradients), so time and memory
+grow 16× per 4× step in S; local attention gathers a static window, O(T·(2D+1)) = O(S), so they
+grow 4×. Target: at S=8192, local_predictive at least 20× faster than global.
+
+Method:
+
+- Every (size, alignment) runs in a fresh subprocess (`--worker`), so one configuration's
+  allocations cannot hide or inflate another's peak.
+- Peak memory: in the worker, after the imports, the inputs, building the layer and *tracing*
+  the step function (`get_concrete_function`: the graph exists but nothing has run), we read the
+  current resident set size (VmRSS from /proc/self/status) as the baseline. After the warm-up
+  and timed steps we read `resource.getrusage(RUSAGE_SELF).ru_maxrss`, the high-water mark of
+  the resident set over the whole process. Peak = high-water mark − baseline: the extra memory
+  the step needs at its worst moment (activations kept for the backward pass, gradients,
+  temporaries). We subtract the current RSS rather than `ru_maxrss` at the baseline because the
+  imports can leave a transient high-water mark above the steady state; if the steps never
+  exceed that earlier mark, the figure is an upper bound and is printed with "≤". Memory freed
+  and reused by the allocator is counted once, which is what a peak should do; the first run's
+  one-off graph optimisation (Grappler) is included and is a few MB. With `--jit-compile` the
+  XLA compilation also happens at the first run, so its memory (about 60 MiB here, visible at
+  the smallest size) is included too.
+- Time: the median of `--repeats` timed steps after `--warmup` untimed ones, per worker. The
+  whole sweep is done `--rounds` times, each round running the alignments of a size in a
+  rotated order; reported are the medians over rounds, and the speed-up global / local is the
+  median of the per-round ratios (the two ran seconds apart on the same shared machine).
+- Growth factors: figure at S divided by figure at the previous size (4× in S by default):
+  linear ≈ 4×, quadratic ≈ 16×.
+
+Usage:
+    python benchmarks/bench_local.py                       # full sweep, 4–5 min on 2 cores
+    python benchmarks/bench_local.py --quick               # tiny sizes, a smoke test
+    python benchmarks/bench_local.py --sizes 512 2048 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import _common as C  # first: sets the TF/Keras environment before they are imported
+
+ALIGNMENTS = ("global", "local_predictive", "local_monotonic")
+TARGET_SPEEDUP = 20.0
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("VmRSS not found in /proc/self/status")
+
+
+def worker(cfg: dict) -> dict:
+    """Run one configuration in this (fresh) process; return time and memory figures."""
+    import resource
+
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_attention import LuongAttention
+
+    B, L, d = cfg["batch"], cfg["size"], cfg["dim"]
+    rng = np.random.default_rng(0)
+    query = tf.constant(rng.standard_normal((B, L, d)), "float32")
+    memory = tf.constant(rng.standard_normal((B, L, d)), "float32")
+    layer = LuongAttention(
+        score_mode="general", alignment=cfg["alignment"], window_radius=cfg["radius"]
+    )
+    layer.build([query.shape, memory.shape])
+    variables = layer.trainable_variables
+
+    @tf.function(jit_compile=cfg["jit"])
+    def step(q, m):
+        with tf.GradientTape() as tape:
+            tape.watch([q, m])
+            loss = tf.reduce_sum(layer([q, m]))
+        return loss, tape.gradient(loss, [q, m, *variables])
+
+    step.get_concrete_function(query, memory)  # trace now so the graph is in the baseline
+    baseline_kib = _rss_kib()
+    maxrss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    times = []
+    for i in range(cfg["warmup"] + cfg["repeats"]):
+        start = time.perf_counter()
+        loss, _ = step(query, memory)
+        float(loss)
+        if i >= cfg["warmup"]:
+            times.append(time.perf_counter() - start)
+    maxrss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "alignment": cfg["alignment"],
+        "size": L,
+        "step_s": C.median(times),
+        "step_s_all": times,
+        "peak_mib": (maxrss_kib - baseline_kib) / 1024,
+        "peak_is_bound": maxrss_kib <= maxrss_before_kib,
+        "baseline_rss_mib": baseline_kib / 1024,
+        "finite": bool(np.isfinite(float(loss))),
+    }
+
+
+def run_worker(cfg: dict) -> dict:
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker {cfg} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def fmt_mib(mib: float, bound: bool) -> str:
+    return ("≤" if bound else "") + (f"{mib:.0f}" if mib >= 10 else f"{mib:.1f}")
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="T = S values")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
+    parser.add_argument("--repeats", type=int, default=None, help="timed steps per worker")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per worker")
+    parser.add_argument("--rounds", type=int, default=None, help="sweeps of all configurations")
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--radius", type=int, default=10, help="D, the window half-width")
+    parser.add_argument("--alignments", nargs="+", default=list(ALIGNMENTS), choices=ALIGNMENTS)
+    parser.add_argument("--jit-compile", action="store_true", help="tf.function(jit_compile=True)")
+    parser.add_argument("--json", metavar="PATH", default=None, help="also write results here")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker is not None:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return {}
+
+    if args.quick:
+        sizes, repeats, rounds = args.sizes or [32, 128], args.repeats or 2, args.rounds or 1
+        batch, dim, radius = 2, 16, min(args.radius, 4)
+    else:
+        sizes, repeats, rounds = args.sizes or [512, 2048, 8192], args.repeats or 5, args.rounds
+        rounds = rounds or 3
+        batch, dim, radius = args.batch, args.dim, args.radius
+    alignments = list(args.alignments)
+
+    info = C.machine_info()
+    print(
+        f"# bench_local: LuongAttention(score_mode='general'), B={batch}, T=S in {sizes}, "
+        f"d={dim}, D={radius}, float32, forward+backward, XLA={'yes' if args.jit_compile else 'no'}"
+    )
+    print(
+        f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, Keras "
+        f"{info['keras']}; keras_attention {info['code']}; repeats={repeats} per worker, "
+        f"rounds={rounds}",
+        flush=True,
+    )
+
+    results: dict[tuple, list[dict]] = {}
+    t0 = time.perf_counter()
+    for r in range(rounds):
+        for size in sizes:
+            for alignment in C.rotated(alignments, r + sizes.index(size)):
+                cfg = {
+                    "alignment": alignment,
+                    "size": size,
+                    "batch": batch,
+                    "dim": dim,
+                    "radius": radius,
+                    "repeats": repeats,
+                    "warmup": args.warmup,
+                    "jit": args.jit_compile,
+                }
+                res = run_worker(cfg)
+                results.setdefault((size, alignment), []).append(res)
+                print(
+                    f"#   round {r + 1}/{rounds} S={size:>6} {alignment:<16} "
+                    f"{1e3 * res['step_s']:9.1f} ms  peak {res['peak_mib']:8.1f} MiB",
+                    flush=True,
+                )
+    elapsed = time.perf_counter() - t0
+
+    def med(size, alignment, key):
+        return C.median([x[key] for x in results[(size, alignment)]])
+
+    def bound(size, alignment):
+        return all(x["peak_is_bound"] for x in results[(size, alignment)])
+
+    rows, records = [], []
+    for size in sizes:
+        for alignment in alignments:
+            ms = 1e3 * med(size, alignment, "step_s")
+            mib = med(size, alignment, "peak_mib")
+            prev = sizes[sizes.index(size) - 1] if sizes.index(size) > 0 else None
+            if prev is not None:
+                t_growth = med(size, alignment, "step_s") / med(prev, alignment, "step_s")
+                m_growth = mib / med(prev, alignment, "peak_mib")
+                growth = f"{t_growth:.1f}×", f"{m_growth:.1f}×"
+            else:
+                t_growth = m_growth = None
+                growth = "—", "—"
+            if alignment != "global" and "global" in alignments:
+                speedup = C.median(
+                    [
+                        g["step_s"] / x["step_s"]
+                        for g, x in zip(
+                            results[(size, "global")], results[(size, alignment)], strict=True
+                        )
+                    ]
+                )
+                mem_ratio = med(size, "global", "peak_mib") / mib
+                speed_s, mem_s = f"{speedup:.1f}×", f"{mem_ratio:.1f}×"
+            else:
+                speedup = mem_ratio = None
+                speed_s = mem_s = "(ref)" if alignment == "global" else "—"
+            rows.append(
+                [
+                    str(size),
+                    alignment,
+                    f"{ms:.1f}",
+                    C.spread([x["step_s"] for x in results[(size, alignment)]]),
+                    growth[0],
+                    speed_s,
+                    fmt_mib(mib, bound(size, alignment)),
+                    growth[1],
+                    mem_s,
+                ]
+            )
+            records.append(
+                {
+                    "size": size,
+                    "alignment": alignment,
+                    "ms_per_step": ms,
+                    "ms_per_step_rounds": [1e3 * x["step_s"] for x in results[(size, alignment)]],
+                    "time_growth": t_growth,
+                    "speedup_vs_global": speedup,
+                    "peak_mib": mib,
+                    "peak_mib_rounds": [x["peak_mib"] for x in results[(size, alignment)]],
+                    "peak_is_upper_bound": bound(size, alignment),
+                    "memory_growth": m_growth,
+                    "memory_ratio_global_over_this": mem_ratio,
+                }
+            )
+    header = [
+        "T=S",
+        "alignment",
+        "ms/step",
+        "spread",
+        "time growth",
+        "speed-up vs global",
+        "peak MiB",
+        "memory growth",
+        "global mem / this",
+    ]
+    print()
+    print(C.markdown_table(header, rows))
+    print()
+    step = f"{sizes[1] / sizes[0]:g}× in S" if len(sizes) > 1 else "n/a"
+    print(
+        f"growth: figure at this S / figure at the previous S ({step}: linear = "
+        f"{sizes[1] / sizes[0]:g}×, quadratic = {(sizes[1] / sizes[0]) ** 2:g}×)."
+        if len(sizes) > 1
+        else "growth: needs two sizes."
+    )
+    verdict = None
+    largest = sizes[-1]
+    if "global" in alignments and "local_predictive" in alignments:
+        speedup = next(
+            r["speedup_vs_global"]
+            for r in records
+            if r["size"] == largest and r["alignment"] == "local_predictive"
+        )
+        verdict = speedup >= TARGET_SPEEDUP
+        print(
+            f"target: local_predictive >= {TARGET_SPEEDUP:g}× faster than global at S={largest}: "
+            f"{speedup:.1f}× -> {'MET' if verdict else 'NOT MET'}"
+            + ("" if largest == 8192 else " (the target is stated for S=8192)")
+        )
+    print(f"total {elapsed:.0f} s")
+
+    result = {
+        "benchmark": "bench_local",
+        "config": {
+            "batch": batch,
+            "dim": dim,
+            "radius": radius,
+            "sizes": sizes,
+            "repeats": repeats,
+            "rounds": rounds,
+            "jit_compile": args.jit_compile,
+        },
+        "machine": info,
+        "results": records,
+        "target_met": verdict,
+    }
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()
