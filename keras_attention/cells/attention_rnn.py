@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
+from keras_attention.functional.loops import time_loop
 from keras_attention.layers._call_inputs import check_mask, check_rank
 
 
@@ -17,9 +18,11 @@ class AttentionRNN(keras.layers.Layer):
     """Teacher-forced decoding: steps a `BahdanauAttentionCell`/`LuongAttentionCell` over time.
 
     The memory comes in through `call`; its keys are projected once per sequence, outside the
-    time loop. The loop is an `ops.while_loop` with `maximum_iterations=T` writing each step into
-    a `[T, B, d]` buffer with `ops.scatter_update`: memory and time O(T), trainable under
-    `jit_compile=True`, and no `XlaDynamicUpdateSlice` in exported graphs.
+    time loop, and so is the part of the wrapped cell's input projection that sees only `y`
+    (plain `LSTMCell`). The loop (`functional.time_loop`) is an `ops.while_loop` with
+    `maximum_iterations=T` whose per-step reads and writes cost O(1) (`tf.TensorArray` on
+    TensorFlow): time and memory O(T), trainable under `jit_compile=True`, and no
+    `XlaDynamicUpdateSlice` in exported graphs.
 
     Args:
         cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
@@ -95,7 +98,6 @@ class AttentionRNN(keras.layers.Layer):
         check_mask("mask", mask, sequences, "sequences")
         check_mask("memory_mask", memory_mask, memory, "memory")
         batch = ops.shape(sequences)[0]
-        steps = ops.shape(sequences)[1]
         memory_steps = ops.shape(memory)[1]
         cell = self.cell
         prepared = cell.prepare_memory(memory, memory_mask)
@@ -108,15 +110,12 @@ class AttentionRNN(keras.layers.Layer):
         inputs = ops.transpose(cell.project_inputs(sequences), (1, 0, 2))  # [T, B, .]
         step_mask = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
         dtype = self.compute_dtype
-        outputs = ops.zeros((steps, batch, cell.output_size), dtype)
-        alignments = ops.zeros(
-            (steps if self.return_attention_scores else 1, batch, memory_steps), dtype
-        )
         last = ops.zeros((batch, cell.output_size), dtype)
 
-        def body(t, states, outputs, alignments, last):
+        def step(t, x_t, carry):
+            states, last = carry
             output, new_states, alignment = cell.step_projected(
-                ops.take(inputs, t, axis=0), states, prepared, position=t, training=training
+                x_t, states, prepared, position=t, training=training
             )
             output = ops.cast(output, dtype)
             alignment = ops.cast(alignment, dtype)
@@ -128,21 +127,17 @@ class AttentionRNN(keras.layers.Layer):
                 last = ops.where(valid, output, last)
             else:
                 last = output
-            index = ops.reshape(t, (1, 1))
-            outputs = ops.scatter_update(outputs, index, ops.expand_dims(output, 0))
+            outputs = [output] if self.return_sequences else []
             if self.return_attention_scores:
-                alignments = ops.scatter_update(alignments, index, ops.expand_dims(alignment, 0))
-            return t + 1, new_states, outputs, alignments, last
+                outputs.append(alignment)
+            return (new_states, last), outputs
 
-        _, states, outputs, alignments, last = ops.while_loop(
-            lambda t, *_: t < steps,
-            body,
-            (ops.convert_to_tensor(0, "int32"), states, outputs, alignments, last),
-            maximum_iterations=steps,
-        )
-        result = [ops.transpose(outputs, (1, 0, 2)) if self.return_sequences else last]
+        shapes = [(batch, cell.output_size)] if self.return_sequences else []
         if self.return_attention_scores:
-            result.append(ops.transpose(alignments, (1, 0, 2)))
+            shapes.append((batch, memory_steps))
+        (states, last), stacked = time_loop(step, inputs, (states, last), shapes, dtype)
+        stacked = [ops.transpose(x, (1, 0, 2)) for x in stacked]
+        result = [stacked.pop(0) if self.return_sequences else last] + stacked
         if self.return_state:
             result.extend(states)
         return result[0] if len(result) == 1 else result

@@ -55,5 +55,5 @@ class BahdanauAttentionCell(BaseAttentionCell):
 
     def step_projected(self, inputs, states, memory, position=None, training=None):
         context, alignment = self._attend(states[self._hidden_index], memory, position, training)
-        hidden, new_states = self._cell_step(inputs, context, states, training)
+        hidden, new_states = self._cell_step(inputs, context, states, memory, training)
         return ops.concatenate([hidden, context], axis=-1), new_states, alignment

@@ -119,7 +119,13 @@ class BaseAttentionCell(keras.layers.Layer):
         """
         if not self.attention.built:
             self.attention.build((None, self._query_dim()), tuple(memory.shape))
-        return self.attention.prepare_memory(memory, None, mask)
+        feed_kernel = None
+        if self.built and self._fused_lstm():
+            # Rows of the LSTM kernel that see the fed-back vector, sliced once per sequence:
+            # sliced inside the loop, every step's gradient would be a full-kernel tensor.
+            extra = self._cell_input_dim(0, memory.shape[-1])
+            feed_kernel = self.cell.kernel[self.cell.kernel.shape[0] - extra :]
+        return (self.attention.prepare_memory(memory, None, mask), feed_kernel)
 
     def _fused_lstm(self) -> bool:
         """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
@@ -143,15 +149,17 @@ class BaseAttentionCell(keras.layers.Layer):
         rows = inputs.shape[-1]
         return ops.matmul(inputs, self.cell.kernel[:rows]) + self.cell.bias
 
-    def _cell_step(self, inputs, extra, cell_states, training):
+    def _cell_step(self, inputs, extra, cell_states, memory, training):
         """Step the wrapped cell on `[inputs; extra]` (inputs already through `project_inputs`)."""
         cell = self.cell
         if self._fused_lstm():
             h, c = cell_states
             z = inputs + ops.matmul(h, cell.recurrent_kernel)
             if extra is not None:
-                rows = cell.kernel.shape[0] - extra.shape[-1]
-                z = z + ops.matmul(extra, cell.kernel[rows:])
+                feed_kernel = memory[1]
+                if feed_kernel is None:  # memory prepared before the cell was built
+                    feed_kernel = cell.kernel[cell.kernel.shape[0] - extra.shape[-1] :]
+                z = z + ops.matmul(extra, feed_kernel)
             i, f, g, o = ops.split(z, 4, axis=-1)
             act, gate = cell.activation, cell.recurrent_activation
             c = gate(f) * c + gate(i) * act(g)
@@ -167,7 +175,7 @@ class BaseAttentionCell(keras.layers.Layer):
         """Attention for one query step `[B, d_s]`: `(context [B, d_v], alignment [B, S])`."""
         positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
         context, weights = self.attention.attend(
-            ops.expand_dims(query, 1), memory, query_positions=positions, training=training
+            ops.expand_dims(query, 1), memory[0], query_positions=positions, training=training
         )
         return context[:, 0], weights[:, 0]
 
@@ -189,7 +197,7 @@ class BaseAttentionCell(keras.layers.Layer):
             `(output [B, output_size], new_states, alignment [B, S])`.
         """
         if not self.built:
-            self.build(tuple(inputs.shape), tuple(memory[1].shape))
+            self.build(tuple(inputs.shape), tuple(memory[0][1].shape))
         return self.step_projected(self.project_inputs(inputs), states, memory, position, training)
 
     def step_projected(self, inputs, states, memory, position=None, training=None):

@@ -92,7 +92,7 @@ class LuongAttentionCell(BaseAttentionCell):
     def step_projected(self, inputs, states, memory, position=None, training=None):
         n = len(self._cell_state_sizes)
         feed = states[n] if self.input_feeding else None
-        hidden, new_states = self._cell_step(inputs, feed, states[:n], training)
+        hidden, new_states = self._cell_step(inputs, feed, states[:n], memory, training)
         context, alignment = self._attend(hidden, memory, position, training)
         output = ops.matmul(ops.concatenate([hidden, context], axis=-1), self.attention_kernel)
         if self.attention_activation is not None:

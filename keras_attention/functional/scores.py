@@ -12,12 +12,14 @@ from keras import ops
 __all__ = ["dot_scores", "additive_scores"]
 
 
-def dot_scores(query, keys):
+def dot_scores(query, keys, keys_transposed: bool = False):
     """Dot-product scores `s · k`.
 
     Args:
         query: `[B, T, d]`.
         keys: `[B, S, d]` (one memory per row) or `[B, T, W, d]` (one window per query).
+        keys_transposed: `keys` is a memory given as `[B, d, S]` (transposed once per memory,
+            e.g. outside a decoder loop). Defaults to `False`.
 
     Returns:
         `[B, T, S]` or `[B, T, W]`.
@@ -29,6 +31,8 @@ def dot_scores(query, keys):
     >>> np.asarray(dot_scores(q, k)).tolist()
     [[[11.0, 1.0]]]
     """
+    if keys_transposed:
+        return ops.matmul(query, keys)
     if len(keys.shape) == 3:
         return ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
     return ops.einsum("btd,btwd->btw", query, keys)

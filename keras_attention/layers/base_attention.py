@@ -248,7 +248,14 @@ class BaseAttention(keras.layers.Layer):
         """
         key = value if key is None else key
         mask = None if mask is None else ops.cast(mask, "bool")
-        return (self._project_keys(key), value, mask)
+        keys = self._project_keys(key)
+        if self._keys_transposed():
+            keys = ops.transpose(keys, (0, 2, 1))  # once per memory, not once per query step
+        return (keys, value, mask)
+
+    def _keys_transposed(self) -> bool:
+        """Whether `prepare_memory` stores the keys as `[B, d, S]` (global dot-type scores)."""
+        return False
 
     def attend(
         self,

@@ -179,10 +179,13 @@ class LuongAttention(BaseAttention):
             return ops.matmul(query, ops.transpose(self.score_kernel))
         return query
 
+    def _keys_transposed(self) -> bool:
+        return self.score_mode != "concat" and self.alignment == "global"
+
     def _score(self, query_features, keys):
         if self.score_mode == "concat":
             return F.additive_scores(query_features, keys, self.score_vector)
-        return F.dot_scores(query_features, keys)
+        return F.dot_scores(query_features, keys, keys_transposed=self._keys_transposed())
 
     def get_config(self) -> dict:
         config = super().get_config()
