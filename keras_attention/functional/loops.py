@@ -40,6 +40,10 @@ def time_loop(
     steps = ops.shape(inputs)[0]
     if keras.backend.backend() == "tensorflow":
         return _tensorflow_loop(step_fn, inputs, carry, len(output_shapes), dtype, steps)
+    return _keras_loop(step_fn, inputs, carry, output_shapes, dtype, steps)
+
+
+def _keras_loop(step_fn, inputs, carry, output_shapes, dtype, steps):
     buffers = [ops.zeros((steps,) + tuple(shape), dtype) for shape in output_shapes]
 
     def body(t, carry, buffers):
