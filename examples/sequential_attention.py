@@ -10,7 +10,8 @@ Two models are trained on the same data for the same number of epochs:
 - with attention: `Embedding(mask_zero=True) -> LSTM(return_sequences=True) ->
   LuongAttention(score_mode="general") -> Dense(softmax)`. Given one sequence, `LuongAttention`
   pools it: the query is the LSTM output at the last valid (non-padding) step, and the weights
-  can go straight back to the step after the marker;
+  can go straight back to the step after the marker (or the one after it: both LSTM states
+  hold the answer);
 - without attention: `Embedding(mask_zero=True) -> LSTM() -> Dense(softmax)` (the last state),
   which has to carry the token through every later step. Given many more epochs an LSTM can
   learn this too; in the same short budget it stays near chance.
@@ -19,7 +20,7 @@ The script prints a table of test accuracy and training time of both models, sav
 model to a `.keras` file and checks that the model reloaded with `safe_mode=True` predicts exactly
 the same, and prints the attention weights of one test sequence around its marker (calling the
 trained layers directly with `return_attention_scores=True`), with how often the largest weight
-falls on the step after the marker.
+falls on one of the two steps after the marker.
 
 Run it (about a minute on 2 CPU cores; `make demo` runs the default)::
 
@@ -242,12 +243,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     direct = keras.ops.convert_to_numpy(model.get_layer("classifier")(context))
     rows = np.arange(len(x_test))
     lengths = np.sum(x_test != PAD, axis=1)
-    after_marker = marker_test + 1
+    # The LSTM state at the step after the marker is the first that has read the answer; the
+    # one after it still holds it. Training settles on either, so both count as "on target".
+    near = (marker_test + 1, marker_test + 2)
+    argmax = np.argmax(weights, axis=1)
     results["attention_weights"] = {
         "direct_call_matches_model": bool(np.allclose(direct, before, atol=1e-5)),
         "max_weight_on_padding": float(np.max(np.where(x_test == PAD, weights, 0.0))),
-        "mean_weight_after_marker": float(np.mean(weights[rows, after_marker])),
-        "argmax_after_marker": float(np.mean(np.argmax(weights, axis=1) == after_marker)),
+        "mean_weight_after_marker": float(np.mean(sum(weights[rows, p] for p in near))),
+        "argmax_after_marker": float(np.mean((argmax == near[0]) | (argmax == near[1]))),
     }
     row = 0
     marker, length = int(marker_test[row]), int(lengths[row])
@@ -266,8 +270,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     stats = results["attention_weights"]
     print(
-        f"Over the test set: mean weight on the step after the marker "
-        f"{stats['mean_weight_after_marker']:.3f}; it gets the largest weight in "
+        f"Over the test set: mean weight on the two steps after the marker "
+        f"{stats['mean_weight_after_marker']:.3f}; one of them gets the largest weight in "
         f"{stats['argmax_after_marker']:.1%} of the sequences; padding gets "
         f"{stats['max_weight_on_padding']:.1g} at most."
     )

@@ -297,7 +297,7 @@ class BaseAttention(keras.layers.Layer):
                 query, features, keys, mask, length, query_positions, use_causal_mask
             )
             weights = self._dropout(weights, training)
-            # With the dot score the keys are the values: gather the windows once.
+            # dot, and general with local windows, score the raw memory: one gather serves both.
             values = key_windows if keys is value else F.gather_positions(value, positions)
             context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
             full_weights = (

@@ -52,7 +52,18 @@ def _bahdanau_stacked():
     return BahdanauAttentionCell(cells, AdditiveAttention(normalize=True))
 
 
-CELLS = [_luong_lstm, _luong_gru_local_m, _luong_lstm_local_p, _bahdanau_gru, _bahdanau_stacked]
+def _bahdanau_simple_rnn():
+    return BahdanauAttentionCell(keras.layers.SimpleRNNCell(UNITS), LuongAttention("general"))
+
+
+CELLS = [
+    _luong_lstm,
+    _luong_gru_local_m,
+    _luong_lstm_local_p,
+    _bahdanau_gru,
+    _bahdanau_stacked,
+    _bahdanau_simple_rnn,
+]
 CELL_IDS = [f.__name__.strip("_") for f in CELLS]
 
 

@@ -104,8 +104,10 @@ def test_default_run_attention_beats_the_last_state(tmp_path):
     message = f"test accuracy with attention {with_attention:.3f}, without {without:.3f}"
     assert with_attention >= 0.9, message
     assert without <= with_attention - 0.3, message
-    # The attention looks at the step after the marker in most sequences.
-    assert metrics["attention_weights"]["argmax_after_marker"] >= 0.5, metrics["attention_weights"]
+    # Where the weights land is reported, not asserted: training settles on different steps
+    # after the marker from run to run (every LSTM state after it can carry the answer).
+    assert metrics["attention_weights"]["max_weight_on_padding"] == 0.0
+    assert metrics["attention_weights"]["direct_call_matches_model"]
 
 
 def test_make_data_rejects_a_marker_that_can_be_last():
