@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The whole suite, slow tests included (about ten minutes on 2 CPU cores).
+# The whole suite, slow tests included (about four minutes on 2 CPU cores).
 test: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile
 
@@ -35,6 +35,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_layers.py
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_local.py
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_decoder.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
