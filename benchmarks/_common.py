@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -32,7 +33,7 @@ def cpu_model() -> str:
 
 
 # The code these benchmarks time: uncommitted changes elsewhere do not affect the figures.
-MEASURED_PATHS = ("keras_attention/layers", "keras_attention/functional")
+MEASURED_PATHS = ("keras_attention",)
 
 
 def code_version() -> str:
@@ -54,7 +55,7 @@ def code_version() -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return commit + (" + uncommitted changes to the layers" if dirty else "")
+    return commit + (" + uncommitted changes under keras_attention/" if dirty else "")
 
 
 def machine_info() -> dict:
@@ -96,3 +97,11 @@ def rotated(items: list, shift: int) -> list:
     """`items` rotated left by `shift`, so every contender takes every position in turn."""
     shift %= len(items)
     return items[shift:] + items[:shift]
+
+
+def write_json(path: str | None, result: dict) -> dict:
+    """Write `result` to `path` (when given, for `--json`) and return it."""
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2)
+    return result

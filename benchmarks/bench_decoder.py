@@ -435,28 +435,6 @@ def print_profile(prof: dict) -> None:
     print(C.markdown_table(["op (name in the graph, type)", "ms/step", "calls/step"], rows))
 
 
-def code_version() -> str:
-    """The commit, flagged if anything under keras_attention/ differs from it."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=C.REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "keras_attention"],
-            cwd=C.REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("KERAS_ATTENTION_CODE_VERSION", "unknown (not a git checkout)")
-    return commit + (" + uncommitted changes under keras_attention/" if dirty else "")
-
-
 def scan_lengths(lengths, B, S, d, vocab, repeats=5) -> list[dict]:
     """`ours tf.function` (jit off, then on) at several target lengths T, memory length S fixed.
 
@@ -587,7 +565,7 @@ def main(argv=None) -> dict:
     )
 
     info = C.machine_info()
-    info["code"] = code_version()
+    info["code"] = C.code_version()
     print(
         f"# bench_decoder: B={B} T=S={L} LSTM/attention/embedding {d}, vocab {V}, float32; "
         f"train step = forward + loss + backward + Adam; {flops / 1e9:.2f} GFLOP/step"
@@ -722,10 +700,7 @@ def main(argv=None) -> dict:
     if args.profile:
         result["profile"] = profile(T, S, d, V, data)
         print_profile(result["profile"])
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return C.write_json(args.json, result)
 
 
 if __name__ == "__main__":

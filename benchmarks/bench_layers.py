@@ -45,7 +45,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -348,10 +347,7 @@ def main(argv=None) -> dict:
         "max_abs_output_diff_vs_builtin": max_diff,
         "results": records,
     }
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return C.write_json(args.json, result)
 
 
 if __name__ == "__main__":

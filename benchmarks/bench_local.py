@@ -306,10 +306,7 @@ def main(argv=None) -> dict:
         "results": records,
         "target_met": verdict,
     }
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return C.write_json(args.json, result)
 
 
 if __name__ == "__main__":
