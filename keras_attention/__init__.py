@@ -1,6 +1,6 @@
 """keras_attention: Bahdanau and Luong attention for Keras 3."""
 
-from keras_attention import functional
+from keras_attention import decoding, functional
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
 from keras_attention.layers import AdditiveAttention, BahdanauAttention, LuongAttention
 
@@ -14,5 +14,6 @@ __all__ = [
     "LuongAttention",
     "LuongAttentionCell",
     "__version__",
+    "decoding",
     "functional",
 ]

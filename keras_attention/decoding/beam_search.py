@@ -1,0 +1,206 @@
+"""Beam search with the GNMT length penalty (Wu et al., 2016)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention.decoding.step_fn import StepFn, call_step, check_int, check_tokens, write_step
+
+__all__ = ["beam_search", "gnmt_length_penalty"]
+
+# The score of impossible candidates: dead beams at step 0, non-pad extensions of finished beams.
+_NEG = -1e9
+
+
+def gnmt_length_penalty(lengths: Any, alpha: float) -> Any:
+    """The GNMT length penalty `lp(len) = ((5 + len) / 6) ** alpha`.
+
+    Args:
+        lengths: Sequence lengths (any shape, any numeric dtype).
+        alpha: The exponent; `0` turns the penalty off.
+
+    Returns:
+        float32 tensor of the shape of `lengths`.
+
+    Example:
+
+    >>> round(float(gnmt_length_penalty(7, 1.0)), 6)
+    2.0
+    """
+    return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, float(alpha))
+
+
+def beam_search(
+    step_fn: StepFn,
+    initial_state: Any,
+    batch_size: Any,
+    start_token: int,
+    end_token: int,
+    max_length: int,
+    beam_width: int = 4,
+    length_penalty: float = 0.6,
+    vocab_size: int | None = None,
+    pad_token: int = 0,
+) -> dict:
+    """Beam search ranked by the GNMT length-normalised score `log p(y) / lp(|y|)`.
+
+    `lp(len) = ((5 + len) / 6) ** length_penalty` (Wu et al., 2016), `len` counting the end
+    token. Each step scores the `K * V` extensions of the `K = beam_width` beams of a row and
+    keeps the best `K` by normalised score; beams store the raw sum of log-probabilities. A
+    finished beam is frozen: its only extension is `pad_token` at zero cost, so its score and
+    length stay fixed while it competes with the live beams. The state is tiled to
+    `[B * K, ...]` (row `b * K + k` is beam `k` of row `b`, i.e. `ops.repeat(x, K, axis=0)`) and
+    re-gathered by parent beam every step with `keras.tree.map_structure`.
+
+    The loop is an `ops.while_loop` with `maximum_iterations` over fixed-size buffers written
+    with `ops.scatter_update` (the beams' histories are re-gathered every step: `O(K L)` per step);
+    it stops once all beams are finished and compiles under `jit_compile=True`. Logits are cast
+    to float32 before the log-softmax and top-k. With `beam_width=1` it equals `greedy_search`.
+
+    Args:
+        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, alignment
+            [N, S] or None)`, here with `N = B * K`; see `make_step_fn` (pass it the same
+            `beam_width`: memory it closes over must be tiled like the state).
+        initial_state: A nested structure of `[B, ...]` tensors (may be empty); tiled here.
+        batch_size: B, an int or a scalar tensor.
+        start_token: The token fed at step 0.
+        end_token: The token that ends a sequence.
+        max_length: The most tokens generated per row (the end token included).
+        beam_width: K, the number of beams per row. Defaults to `4`.
+        length_penalty: The GNMT exponent alpha; `0` ranks by raw log-probability.
+            Defaults to `0.6`.
+        vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
+            against the logits' static shape when it is known).
+        pad_token: Written after the end token. Defaults to `0`.
+
+    Returns:
+        A dict. For the best hypothesis of each row: `"ids"` `[B, max_length]` int32 (the end
+        token included, `pad_token` after it), `"scores"` `[B]` float32 (sum of
+        log-probabilities), `"normalized_scores"` `[B]` (`scores / lp(lengths)`, what beams are
+        ranked by), `"lengths"` `[B]` int32 (the end token included) and, when `step_fn` returns
+        alignments, `"alignments"` `[B, max_length, S]` (zero after the end token). For all
+        beams, best first: `"beam_ids"` `[B, K, max_length]`, `"beam_scores"` `[B, K]` (sums of
+        log-probabilities) and `"beam_lengths"` `[B, K]`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> # From the start token: token 3 (p=0.6) then anything, or token 4 (p=0.4) then end.
+    >>> table = np.full((8, 8), 1e-9, "float32")
+    >>> table[1, 3], table[1, 4], table[3, 5:], table[4, 2], table[5:, 2] = .6, .4, 1 / 3, 1, 1
+    >>> def step_fn(tokens, state, t):
+    ...     return ops.log(ops.take(table, tokens, axis=0)), state, None
+    >>> result = beam_search(step_fn, (), batch_size=1, start_token=1, end_token=2,
+    ...                      max_length=4, beam_width=2, length_penalty=0.0)
+    >>> ops.convert_to_numpy(result["ids"]).tolist()
+    [[4, 2, 0, 0]]
+
+    References:
+        Wu et al., 2016, "Google's Neural Machine Translation System", eq. 14.
+    """
+    max_length = check_int("max_length", max_length, minimum=1)
+    k = check_int("beam_width", beam_width, minimum=1)
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
+        raise ValueError(
+            f"`length_penalty` must be a number. Received: length_penalty={length_penalty!r}"
+        )
+    alpha = float(length_penalty)
+    if vocab_size is not None:
+        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+    check_tokens(
+        {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}, vocab_size
+    )
+
+    n = batch_size * k
+    state = keras.tree.map_structure(lambda s: ops.repeat(s, k, axis=0), initial_state)
+    t0 = ops.convert_to_tensor(0, "int32")
+    log_probs, state, alignment = call_step(
+        step_fn, ops.full((n,), start_token, "int32"), state, t0
+    )
+    vocab = log_probs.shape[-1]
+    if vocab is None:
+        vocab = ops.shape(log_probs)[-1]
+    elif vocab_size is None:
+        check_tokens({"end_token": end_token, "pad_token": pad_token}, int(vocab))
+    with_alignments = alignment is not None
+
+    buffers = {"ids": ops.full((max_length, n), pad_token, "int32")}
+    if with_alignments:
+        buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(alignment)), "float32")
+    # Only beam 0 is alive at the start: the K copies of the start state are identical.
+    first = ops.where(ops.arange(k) == 0, 0.0, _NEG)
+    scores = ops.zeros((batch_size, k), "float32") + ops.cast(first, "float32")
+    lengths = ops.zeros((batch_size, k), "int32")
+    finished = ops.zeros((batch_size, k), "bool")
+    offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, -1)  # [B, 1]
+    frozen = ops.cast(ops.where(ops.arange(vocab) == pad_token, 0.0, _NEG), "float32")  # [V]
+
+    def advance(t, log_probs, alignment, state, buffers, scores, lengths, finished):
+        """Extend the beams with step t's log-probabilities `[N, V]`; keep the best K."""
+        log_probs = ops.reshape(log_probs, (-1, k, vocab))
+        log_probs = ops.where(ops.expand_dims(finished, -1), frozen, log_probs)
+        totals = ops.reshape(ops.expand_dims(scores, -1) + log_probs, (-1, k * vocab))
+        new_lengths = lengths + ops.where(finished, 0, 1)
+        penalty = ops.repeat(gnmt_length_penalty(new_lengths, alpha), vocab, axis=1)
+        _, chosen = ops.top_k(totals / penalty, k)  # [B, K], sorted best first
+        chosen = ops.cast(chosen, "int32")
+        parent, token = chosen // vocab, chosen % vocab
+        scores = ops.take_along_axis(totals, chosen, axis=1)
+        lengths = ops.take_along_axis(new_lengths, parent, axis=1)
+        parent_finished = ops.take_along_axis(finished, parent, axis=1)
+        token = ops.where(parent_finished, pad_token, token)
+        finished = ops.logical_or(parent_finished, ops.equal(token, end_token))
+
+        rows = ops.reshape(offsets + parent, (-1,))  # [N]: the parent of every new beam
+        flat_token = ops.reshape(token, (-1,))
+        buffers = dict(
+            buffers, ids=write_step(ops.take(buffers["ids"], rows, axis=1), t, flat_token)
+        )
+        if with_alignments:
+            alignment = ops.take(alignment, rows, axis=0)
+            was_finished = ops.reshape(parent_finished, (-1, 1))
+            alignment = ops.where(was_finished, 0.0, alignment)
+            history = ops.take(buffers["alignments"], rows, axis=1)
+            buffers["alignments"] = write_step(history, t, alignment)
+        state = keras.tree.map_structure(lambda s: ops.take(s, rows, axis=0), state)
+        return flat_token, state, buffers, scores, lengths, finished
+
+    tokens, state, buffers, scores, lengths, finished = advance(
+        t0, log_probs, alignment, state, buffers, scores, lengths, finished
+    )
+
+    def cond(t, tokens, state, buffers, scores, lengths, finished):
+        return ops.logical_and(t < max_length, ops.logical_not(ops.all(finished)))
+
+    def body(t, tokens, state, buffers, scores, lengths, finished):
+        log_probs, state, alignment = call_step(step_fn, tokens, state, t)
+        tokens, state, buffers, scores, lengths, finished = advance(
+            t, log_probs, alignment, state, buffers, scores, lengths, finished
+        )
+        return t + 1, tokens, state, buffers, scores, lengths, finished
+
+    if max_length > 1:
+        _, _, _, buffers, scores, lengths, _ = ops.while_loop(
+            cond,
+            body,
+            (t0 + 1, tokens, state, buffers, scores, lengths, finished),
+            maximum_iterations=max_length - 1,
+        )
+    beam_ids = ops.transpose(ops.reshape(buffers["ids"], (max_length, -1, k)), (1, 2, 0))
+    result = {
+        "ids": beam_ids[:, 0],
+        "scores": scores[:, 0],
+        "normalized_scores": scores[:, 0] / gnmt_length_penalty(lengths[:, 0], alpha),
+        "lengths": lengths[:, 0],
+    }
+    if with_alignments:
+        history = buffers["alignments"]
+        history = ops.reshape(history, (max_length, -1, k, ops.shape(history)[-1]))
+        result["alignments"] = ops.transpose(history[:, :, 0], (1, 0, 2))
+    result.update(beam_ids=beam_ids, beam_scores=scores, beam_lengths=lengths)
+    return result

@@ -1,0 +1,126 @@
+"""Greedy decoding: at every step take the most probable next token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+from keras_attention.decoding.step_fn import StepFn, call_step, check_int, check_tokens, write_step
+
+__all__ = ["greedy_search"]
+
+
+def greedy_search(
+    step_fn: StepFn,
+    initial_state: Any,
+    batch_size: Any,
+    start_token: int,
+    end_token: int,
+    max_length: int,
+    vocab_size: int | None = None,
+    pad_token: int = 0,
+) -> dict:
+    """Decode by taking `argmax_v log p(v | y_<t)` at every step until `end_token`.
+
+    The loop is an `ops.while_loop` with `maximum_iterations=max_length - 1` (the first step runs
+    before it, to learn the vocabulary and memory sizes) over fixed-size time-major buffers
+    written with `ops.scatter_update`; it stops early once every row has emitted `end_token`, and
+    compiles under `jit_compile=True`. Logits are cast to float32 before the log-softmax.
+
+    Args:
+        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, alignment
+            [N, S] or None)`; see `make_step_fn` for attentional cells.
+        initial_state: A nested structure of `[B, ...]` tensors (may be empty).
+        batch_size: B, an int or a scalar tensor.
+        start_token: The token fed at step 0.
+        end_token: The token that ends a sequence.
+        max_length: The most tokens generated per row (the end token included).
+        vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
+            against the logits' static shape when it is known).
+        pad_token: Written after the end token. Defaults to `0`.
+
+    Returns:
+        A dict: `"ids"` `[B, max_length]` int32 (the generated tokens, the end token included,
+        `pad_token` after it); `"scores"` `[B]` float32, the sum of the log-probabilities of the
+        generated tokens; `"lengths"` `[B]` int32, the number of generated tokens, the end token
+        included; and, when `step_fn` returns alignments, `"alignments"` `[B, max_length, S]`
+        float32 (zero after the end token).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> def step_fn(tokens, state, t):  # favours token t + 3 for 3 steps, then token 2 (end)
+    ...     favoured = ops.where(t < 3, t + 3, 2)
+    ...     return ops.one_hot(ops.full(ops.shape(tokens), favoured), 8) * 5.0, state, None
+    >>> result = greedy_search(step_fn, (), batch_size=1, start_token=1, end_token=2,
+    ...                        max_length=6)
+    >>> ops.convert_to_numpy(result["ids"]).tolist(), int(result["lengths"][0])
+    ([[3, 4, 5, 2, 0, 0]], 4)
+    """
+    max_length = check_int("max_length", max_length, minimum=1)
+    if vocab_size is not None:
+        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+    tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
+    check_tokens(tokens, vocab_size)
+
+    tokens = ops.full((batch_size,), start_token, "int32")
+    log_probs, state, alignment = call_step(
+        step_fn, tokens, initial_state, ops.convert_to_tensor(0, "int32")
+    )
+    if vocab_size is None and log_probs.shape[-1] is not None:
+        check_tokens({"end_token": end_token, "pad_token": pad_token}, int(log_probs.shape[-1]))
+    with_alignments = alignment is not None
+
+    buffers = {"ids": ops.full((max_length, batch_size), pad_token, "int32")}
+    if with_alignments:
+        buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(alignment)), "float32")
+    scores = ops.zeros((batch_size,), "float32")
+    lengths = ops.zeros((batch_size,), "int32")
+    finished = ops.zeros((batch_size,), "bool")
+
+    def advance(t, log_probs, alignment, buffers, scores, lengths, finished):
+        """Choose the tokens of step t from its log-probabilities and record them."""
+        token = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+        token_log_prob = ops.take_along_axis(log_probs, ops.expand_dims(token, -1), axis=-1)[:, 0]
+        token = ops.where(finished, pad_token, token)
+        scores = scores + ops.where(finished, 0.0, token_log_prob)
+        lengths = lengths + ops.where(finished, 0, 1)
+        buffers = dict(buffers, ids=write_step(buffers["ids"], t, token))
+        if with_alignments:
+            alignment = ops.where(ops.expand_dims(finished, -1), 0.0, alignment)
+            buffers["alignments"] = write_step(buffers["alignments"], t, alignment)
+        finished = ops.logical_or(finished, ops.equal(token, end_token))
+        return token, buffers, scores, lengths, finished
+
+    t0 = ops.convert_to_tensor(0, "int32")
+    tokens, buffers, scores, lengths, finished = advance(
+        t0, log_probs, alignment, buffers, scores, lengths, finished
+    )
+
+    def cond(t, tokens, state, buffers, scores, lengths, finished):
+        return ops.logical_and(t < max_length, ops.logical_not(ops.all(finished)))
+
+    def body(t, tokens, state, buffers, scores, lengths, finished):
+        log_probs, state, alignment = call_step(step_fn, tokens, state, t)
+        tokens, buffers, scores, lengths, finished = advance(
+            t, log_probs, alignment, buffers, scores, lengths, finished
+        )
+        return t + 1, tokens, state, buffers, scores, lengths, finished
+
+    if max_length > 1:
+        _, _, _, buffers, scores, lengths, _ = ops.while_loop(
+            cond,
+            body,
+            (t0 + 1, tokens, state, buffers, scores, lengths, finished),
+            maximum_iterations=max_length - 1,
+        )
+    result = {
+        "ids": ops.transpose(buffers["ids"], (1, 0)),
+        "scores": scores,
+        "lengths": lengths,
+    }
+    if with_alignments:
+        result["alignments"] = ops.transpose(buffers["alignments"], (1, 0, 2))
+    return result

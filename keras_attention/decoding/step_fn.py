@@ -1,0 +1,134 @@
+"""The step function the searches run, an adapter for attentional cells, and shared checks.
+
+A step function is `step_fn(tokens, state, t) -> (logits, new_state, alignment)`:
+`tokens` `[N]` int32 (the previous token of each row), `state` a nested structure of `[N, ...]`
+tensors, `t` the int32 step index (0 for the step that consumes the start token); `logits`
+`[N, V]`, `new_state` the same structure, `alignment` `[N, S]` or `None`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import keras
+from keras import ops
+
+__all__ = ["make_step_fn"]
+
+StepFn = Callable[[Any, Any, Any], tuple]
+
+
+def make_step_fn(
+    cell: Any,
+    embedding: Callable,
+    output_layer: Callable,
+    memory: Any,
+    memory_mask: Any = None,
+    beam_width: int = 1,
+) -> StepFn:
+    """Make a step function from a trained `embedding -> cell -> output_layer` decoder.
+
+    The step is `logits = output_layer(cell.step(embedding(tokens), states, memory, t))`, the
+    same computation `AttentionRNN` runs teacher-forced. The memory is prepared (keys projected)
+    once, here. For `beam_search` pass the same `beam_width`: the memory and mask are then
+    repeated to `[B * beam_width, ...]` (row `b * beam_width + k` is beam `k` of row `b`, the
+    layout `beam_search` uses for the state).
+
+    Args:
+        cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
+        embedding: Maps token ids `[N]` to `[N, d_y]` (e.g. `keras.layers.Embedding`).
+        output_layer: Maps the cell output `[N, d]` to logits `[N, V]` (e.g. `Dense(V)`).
+        memory: Encoder outputs `[B, S, d_h]`.
+        memory_mask: Optional boolean `[B, S]`. Defaults to `None`.
+        beam_width: How many times to repeat each memory row. Defaults to `1`.
+
+    Returns:
+        `step_fn(tokens, states, t) -> (logits, new_states, alignment)`; start it from
+        `cell.get_initial_state(B)` (or the encoder's final states, completed with
+        `cell.complete_initial_state`).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_attention import LuongAttention, LuongAttentionCell
+    >>> from keras_attention.decoding import greedy_search
+    >>> cell = LuongAttentionCell(keras.layers.LSTMCell(8), LuongAttention())
+    >>> step_fn = make_step_fn(cell, keras.layers.Embedding(10, 4), keras.layers.Dense(10),
+    ...                        np.ones((2, 5, 8), "float32"))
+    >>> result = greedy_search(step_fn, cell.get_initial_state(2), batch_size=2,
+    ...                        start_token=1, end_token=2, max_length=3)
+    >>> tuple(result["ids"].shape), tuple(result["alignments"].shape)
+    ((2, 3), (2, 3, 5))
+    """
+    beam_width = check_int("beam_width", beam_width, minimum=1)
+    memory = ops.convert_to_tensor(memory)
+    if memory_mask is not None:
+        memory_mask = ops.cast(memory_mask, "bool")
+    if beam_width > 1:
+        memory = ops.repeat(memory, beam_width, axis=0)
+        if memory_mask is not None:
+            memory_mask = ops.repeat(memory_mask, beam_width, axis=0)
+    prepared = cell.prepare_memory(memory, memory_mask)
+
+    def step_fn(tokens, states, t):
+        output, new_states, alignment = cell.step(
+            embedding(tokens), list(states), prepared, position=t
+        )
+        return output_layer(output), new_states, alignment
+
+    return step_fn
+
+
+# ---------------------------------------------------------------- shared by the searches
+def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """`value` as a Python int, or a `ValueError` naming the argument and the value."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"`{name}` must be an integer. Received: {name}={value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
+    return int(value)
+
+
+def check_tokens(tokens: dict, vocab_size: int | None) -> None:
+    """Check token ids are integers in `[0, vocab_size)` (when the vocabulary size is known)."""
+    for name, value in tokens.items():
+        check_int(name, value, minimum=0)
+        if vocab_size is not None and value >= vocab_size:
+            raise ValueError(
+                f"`{name}` must be a token id in [0, {vocab_size}) (the vocabulary size). "
+                f"Received: {name}={value}"
+            )
+
+
+def call_step(step_fn: StepFn, tokens, state, t):
+    """Run `step_fn`; return float32 log-probabilities, the new state (in the structure of
+    `state`) and the float32 alignment or `None`."""
+    result = step_fn(tokens, state, t)
+    if not isinstance(result, (tuple, list)) or len(result) not in (2, 3):
+        raise ValueError(
+            "`step_fn` must return `(logits, new_state, alignment)` (alignment may be None). "
+            f"Received: {result!r}"
+        )
+    logits, new_state = result[0], result[1]
+    alignment = result[2] if len(result) == 3 else None
+    if len(logits.shape) != 2:
+        raise ValueError(
+            f"`step_fn` must return logits of shape [N, vocab_size]. Received: shape "
+            f"{tuple(logits.shape)}"
+        )
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    new_state = keras.tree.pack_sequence_as(state, keras.tree.flatten(new_state))
+    new_state = keras.tree.map_structure(
+        lambda new, old: ops.cast(new, old.dtype), new_state, state
+    )
+    if alignment is not None:
+        alignment = ops.cast(alignment, "float32")
+    return log_probs, new_state, alignment
+
+
+def write_step(buffer, t, values):
+    """`buffer[t] = values` for a time-major buffer `[L, ...]` (a scatter, not a slice update:
+    no `XlaDynamicUpdateSlice` in exported graphs)."""
+    return ops.scatter_update(buffer, ops.reshape(t, (1, 1)), ops.expand_dims(values, 0))
