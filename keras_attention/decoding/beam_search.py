@@ -8,7 +8,14 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_attention.decoding.step_fn import StepFn, call_step, check_int, check_tokens, write_step
+from keras_attention.decoding.step_fn import (
+    StepFn,
+    call_step,
+    check_int,
+    check_tokens,
+    search_loop,
+    write_step,
+)
 
 __all__ = ["beam_search", "gnmt_length_penalty"]
 
@@ -170,27 +177,8 @@ def beam_search(
         state = keras.tree.map_structure(lambda s: ops.take(s, rows, axis=0), state)
         return flat_token, state, buffers, scores, lengths, finished
 
-    tokens, state, buffers, scores, lengths, finished = advance(
-        t0, log_probs, alignment, state, buffers, scores, lengths, finished
-    )
-
-    def cond(t, tokens, state, buffers, scores, lengths, finished):
-        return ops.logical_and(t < max_length, ops.logical_not(ops.all(finished)))
-
-    def body(t, tokens, state, buffers, scores, lengths, finished):
-        log_probs, state, alignment = call_step(step_fn, tokens, state, t)
-        tokens, state, buffers, scores, lengths, finished = advance(
-            t, log_probs, alignment, state, buffers, scores, lengths, finished
-        )
-        return t + 1, tokens, state, buffers, scores, lengths, finished
-
-    if max_length > 1:
-        _, _, _, buffers, scores, lengths, _ = ops.while_loop(
-            cond,
-            body,
-            (t0 + 1, tokens, state, buffers, scores, lengths, finished),
-            maximum_iterations=max_length - 1,
-        )
+    carry = advance(t0, log_probs, alignment, state, buffers, scores, lengths, finished)
+    _, _, buffers, scores, lengths, _ = search_loop(step_fn, advance, carry, max_length)
     beam_ids = ops.transpose(ops.reshape(buffers["ids"], (max_length, -1, k)), (1, 2, 0))
     result = {
         "ids": beam_ids[:, 0],

@@ -6,7 +6,14 @@ from typing import Any
 
 from keras import ops
 
-from keras_attention.decoding.step_fn import StepFn, call_step, check_int, check_tokens, write_step
+from keras_attention.decoding.step_fn import (
+    StepFn,
+    call_step,
+    check_int,
+    check_tokens,
+    search_loop,
+    write_step,
+)
 
 __all__ = ["greedy_search"]
 
@@ -80,7 +87,7 @@ def greedy_search(
     lengths = ops.zeros((batch_size,), "int32")
     finished = ops.zeros((batch_size,), "bool")
 
-    def advance(t, log_probs, alignment, buffers, scores, lengths, finished):
+    def advance(t, log_probs, alignment, state, buffers, scores, lengths, finished):
         """Choose the tokens of step t from its log-probabilities and record them."""
         token = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
         token_log_prob = ops.take_along_axis(log_probs, ops.expand_dims(token, -1), axis=-1)[:, 0]
@@ -92,30 +99,19 @@ def greedy_search(
             alignment = ops.where(ops.expand_dims(finished, -1), 0.0, alignment)
             buffers["alignments"] = write_step(buffers["alignments"], t, alignment)
         finished = ops.logical_or(finished, ops.equal(token, end_token))
-        return token, buffers, scores, lengths, finished
+        return token, state, buffers, scores, lengths, finished
 
-    t0 = ops.convert_to_tensor(0, "int32")
-    tokens, buffers, scores, lengths, finished = advance(
-        t0, log_probs, alignment, buffers, scores, lengths, finished
+    carry = advance(
+        ops.convert_to_tensor(0, "int32"),
+        log_probs,
+        alignment,
+        state,
+        buffers,
+        scores,
+        lengths,
+        finished,
     )
-
-    def cond(t, tokens, state, buffers, scores, lengths, finished):
-        return ops.logical_and(t < max_length, ops.logical_not(ops.all(finished)))
-
-    def body(t, tokens, state, buffers, scores, lengths, finished):
-        log_probs, state, alignment = call_step(step_fn, tokens, state, t)
-        tokens, buffers, scores, lengths, finished = advance(
-            t, log_probs, alignment, buffers, scores, lengths, finished
-        )
-        return t + 1, tokens, state, buffers, scores, lengths, finished
-
-    if max_length > 1:
-        _, _, _, buffers, scores, lengths, _ = ops.while_loop(
-            cond,
-            body,
-            (t0 + 1, tokens, state, buffers, scores, lengths, finished),
-            maximum_iterations=max_length - 1,
-        )
+    _, _, buffers, scores, lengths, _ = search_loop(step_fn, advance, carry, max_length)
     result = {
         "ids": ops.transpose(buffers["ids"], (1, 0)),
         "scores": scores,

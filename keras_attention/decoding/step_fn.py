@@ -132,3 +132,27 @@ def write_step(buffer, t, values):
     """`buffer[t] = values` for a time-major buffer `[L, ...]` (a scatter, not a slice update:
     no `XlaDynamicUpdateSlice` in exported graphs)."""
     return ops.scatter_update(buffer, ops.reshape(t, (1, 1)), ops.expand_dims(values, 0))
+
+
+def search_loop(step_fn: StepFn, advance, carry: tuple, max_length: int) -> tuple:
+    """Steps 1 … max_length − 1 of a search whose step 0 already ran.
+
+    `carry` is `(tokens, state, buffers, scores, lengths, finished)` after step 0, and
+    `advance(t, log_probs, alignment, *carry[1:]) -> carry` chooses and records step t. An
+    `ops.while_loop` with `maximum_iterations`, stopping early once every entry of `finished`
+    is true. Returns the final carry.
+    """
+    if max_length <= 1:
+        return carry
+
+    def cond(t, tokens, state, buffers, scores, lengths, finished):
+        return ops.logical_and(t < max_length, ops.logical_not(ops.all(finished)))
+
+    def body(t, tokens, state, *rest):
+        log_probs, state, alignment = call_step(step_fn, tokens, state, t)
+        return (t + 1, *advance(t, log_probs, alignment, state, *rest))
+
+    result = ops.while_loop(
+        cond, body, (ops.convert_to_tensor(1, "int32"), *carry), maximum_iterations=max_length - 1
+    )
+    return tuple(result[1:])
