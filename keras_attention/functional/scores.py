@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from keras import ops
 
-__all__ = ["dot_scores", "additive_scores"]
+__all__ = ["additive_scores", "dot_scores", "project"]
 
 
 def dot_scores(query, keys, keys_transposed: bool = False):
@@ -64,3 +64,18 @@ def additive_scores(query_features, key_features, score_vector, bias=None):
     if bias is not None:
         features = features + bias
     return ops.einsum("btsu,u->bts", ops.tanh(features), score_vector)
+
+
+def project(x, kernel):
+    """`x @ kernel` over the last axis of `x` `[..., d]` (kernel `[d, n]`) as one 2-D matmul.
+
+    The same as `ops.matmul(x, kernel)`, but on TensorFlow a rank > 2 `matmul` is a
+    `tf.tensordot`, whose transpose permutation becomes a loop value in the gradient of a
+    while loop, which XLA rejects ("must be a compile-time constant") when the batch size is
+    dynamic; reshaping to 2-D avoids it.
+    """
+    if len(x.shape) == 2:
+        return ops.matmul(x, kernel)
+    lead = ops.shape(x)[:-1]
+    flat = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)
+    return ops.reshape(flat, (*lead, kernel.shape[-1]))

@@ -52,9 +52,7 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     else:
         # The fused softmax; masked logits underflow to exactly 0. Multiplying by the mask
         # also zeroes rows with no valid position (softmax makes them uniform).
-        weights = ops.softmax(
-            ops.where(mask, scores, ops.full_like(scores, _MASK_VALUE)), axis=axis
-        )
+        weights = ops.softmax(ops.where(mask, scores, _MASK_VALUE), axis=axis)
     if mask is None:
         return weights
     return weights * ops.cast(mask, weights.dtype)

@@ -102,10 +102,15 @@ def expand_window_weights(weights, start, length):
     used when the caller asks for the full alignment matrix.
     """
     width = weights.shape[-1]
-    slots = ops.arange(length, dtype="int32") - ops.expand_dims(ops.cast(start, "int32"), -1)
+    start = ops.cast(start, "int32")
+    slots = ops.arange(length, dtype="int32") - ops.expand_dims(start, -1)
     inside = ops.logical_and(slots >= 0, slots < width)
-    gathered = ops.take_along_axis(weights, ops.clip(slots, 0, width - 1), axis=-1)
-    return ops.where(inside, gathered, ops.zeros_like(gathered))
+    # A flat `take` rather than `take_along_axis`: TensorFlow's broadcasts the indices, and the
+    # gradient of that broadcast inside a while loop is rejected by XLA for dynamic batches.
+    rows = ops.reshape(ops.arange(ops.size(start), dtype="int32") * width, ops.shape(start))
+    index = ops.expand_dims(rows, -1) + ops.clip(slots, 0, width - 1)
+    gathered = ops.take(ops.reshape(weights, (-1,)), index)
+    return ops.where(inside, gathered, 0.0)
 
 
 def last_valid_positions(mask):

@@ -113,10 +113,10 @@ class AdditiveAttention(BaseAttention):
             self.norm_bias = self.add_weight(name="norm_bias", shape=(units,), initializer="zeros")
 
     def _project_keys(self, key):
-        return ops.matmul(key, self.key_kernel)
+        return F.project(key, self.key_kernel)
 
     def _project_query(self, query):
-        return ops.matmul(query, self.query_kernel)
+        return F.project(query, self.query_kernel)
 
     def _score(self, query_features, keys):
         if not self.normalize:

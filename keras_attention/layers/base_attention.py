@@ -305,7 +305,7 @@ class BaseAttention(keras.layers.Layer):
             )
         output = context
         if self.attention_units:
-            output = ops.matmul(ops.concatenate([query, context], axis=-1), self.attention_kernel)
+            output = F.project(ops.concatenate([query, context], axis=-1), self.attention_kernel)
             if self.attention_activation is not None:
                 output = self.attention_activation(output)
         if full_weights is not None:
@@ -335,7 +335,7 @@ class BaseAttention(keras.layers.Layer):
             # In float32 at least: p_t must resolve single positions even for long memories.
             dtype = F.wide_float_dtype(query.dtype)
             hidden = ops.tanh(
-                ops.matmul(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype))
+                F.project(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype))
             )
             logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, dtype))
             predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)

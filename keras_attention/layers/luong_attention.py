@@ -167,16 +167,16 @@ class LuongAttention(BaseAttention):
 
     def _project_keys(self, key):
         if self.score_mode == "general" and not self._project_general_query():
-            return ops.matmul(key, self.score_kernel)
+            return F.project(key, self.score_kernel)
         if self.score_mode == "concat":
-            return ops.matmul(key, self.key_kernel)
+            return F.project(key, self.key_kernel)
         return key
 
     def _project_query(self, query):
         if self.score_mode == "concat":
-            return ops.matmul(query, self.query_kernel)
+            return F.project(query, self.query_kernel)
         if self._project_general_query():
-            return ops.matmul(query, ops.transpose(self.score_kernel))
+            return F.project(query, ops.transpose(self.score_kernel))
         return query
 
     def _keys_transposed(self) -> bool:
