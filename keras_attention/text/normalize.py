@@ -1,0 +1,65 @@
+"""`normalize_text`: the whitespace (and optional case) normalisation every tokenizer applies.
+
+Core TensorFlow string ops only (`RegexReplace`, `StringStrip`, `StringLower`), so graphs that
+use it load without `tensorflow_text`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+__all__ = ["normalize_text"]
+
+# RE2 for exactly the characters Python's `str.isspace()` accepts: ASCII whitespace (`\s` is
+# [\t\n\f\r ]), the Unicode separators \p{Z} (U+00A0, U+2009, U+202F, U+3000, U+2028, ...), and
+# the control characters Python also counts as space (\v, U+001C-U+001F, U+0085).
+_WHITESPACE = r"[\s\p{Z}\x{0B}\x{1C}-\x{1F}\x{85}]+"
+
+
+def normalize_text(strings: Any, lowercase: bool = False) -> tf.Tensor:
+    """Strip, collapse whitespace to single ASCII spaces and optionally lowercase.
+
+    Every run of whitespace, Unicode spaces included (no-break space U+00A0, narrow no-break
+    space U+202F, thin space U+2009, ideographic space U+3000, line separators, tabs and
+    newlines: exactly the characters Python's `str.isspace()` accepts), becomes one ASCII
+    space; leading and trailing whitespace is removed. For valid UTF-8 input the result equals
+    Python's `" ".join(s.split())` (then `.lower()` for the characters on which ICU's and
+    Python's lowercase mappings agree). Works element-wise on a string tensor of any shape,
+    eagerly and inside `tf.function`.
+
+    Args:
+        strings: A `tf.string` tensor (or anything convertible to one, e.g. a list of `str`).
+        lowercase: Whether to lowercase with Unicode-aware `tf.strings.lower(...,
+            encoding="utf-8")` (so `"ÉCOLE"` becomes `"école"`). Defaults to `False`.
+
+    Returns:
+        A `tf.string` tensor of the same shape.
+
+    Example:
+
+    >>> out = normalize_text(["  Hello\\u00a0\\u00a0WORLD \\n", "Caf\\u00c9\\u202fNoir"],
+    ...                      lowercase=True)
+    >>> [s.decode("utf-8") for s in out.numpy()]
+    ['hello world', 'café noir']
+    """
+    if not isinstance(lowercase, bool):
+        raise TypeError(f"`lowercase` must be a bool. Received: lowercase={lowercase!r}")
+    if not tf.is_tensor(strings):
+        try:
+            strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"`strings` must be a string tensor or a list of strings. Received: "
+                f"strings={strings!r:.200}"
+            ) from error
+    if strings.dtype != tf.string:
+        raise TypeError(
+            f"`strings` must have dtype tf.string. Received: strings with dtype {strings.dtype}"
+        )
+    strings = tf.strings.regex_replace(strings, _WHITESPACE, " ")
+    strings = tf.strings.strip(strings)
+    if lowercase:
+        strings = tf.strings.lower(strings, encoding="utf-8")
+    return strings
