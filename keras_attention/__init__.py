@@ -1,6 +1,10 @@
-"""keras_attention: Bahdanau and Luong attention for Keras 3."""
+"""keras_attention: Bahdanau and Luong attention for Keras 3.
 
-from keras_attention import decoding, functional
+TensorFlow-only subpackages are imported on demand: `keras_attention.text` (tf-text
+tokenizers) and `keras_attention.export` (SavedModel export for TF Serving).
+"""
+
+from keras_attention import decoding, functional, models
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
 from keras_attention.layers import AdditiveAttention, BahdanauAttention, LuongAttention
 
@@ -16,4 +20,5 @@ __all__ = [
     "__version__",
     "decoding",
     "functional",
+    "models",
 ]

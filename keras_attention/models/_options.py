@@ -1,0 +1,36 @@
+"""Validation of the builder's hyperparameters (shared by the encoder, decoder and model)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+RNN_TYPES = ("lstm", "gru")
+ATTENTION_TYPES = ("luong", "bahdanau")
+HANDOVERS = ("dense", "copy", "none")
+
+
+def positive_int(name: str, value: Any) -> int:
+    """`value` as an int >= 1 (keras-tuner's numpy ints accepted), else a `ValueError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    return int(value)
+
+
+def rate(name: str, value: Any) -> float:
+    """`value` as a float in [0, 1), else a `ValueError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+        raise ValueError(f"`{name}` must be a number in [0, 1). Received: {name}={value!r}")
+    return float(value)
+
+
+def choice(name: str, value: Any, options: tuple) -> str:
+    """`value` lower-cased if it is one of `options`, else a `ValueError` listing them."""
+    if not isinstance(value, str) or value.lower() not in options:
+        raise ValueError(f"`{name}` must be one of {options}. Received: {name}={value!r}")
+    return value.lower()
+
+
+def flag(value: Any) -> bool:
+    """A boolean hyperparameter; keras-tuner's `hp.Choice([True, False])` gives 0/1."""
+    return bool(value)

@@ -1,0 +1,188 @@
+"""The decoder of the seq2seq builder: embedding, attentional RNN, output projection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
+from keras_attention.decoding import make_step_fn
+from keras_attention.layers import AdditiveAttention, LuongAttention
+from keras_attention.models._options import (
+    ATTENTION_TYPES,
+    HANDOVERS,
+    RNN_TYPES,
+    choice,
+    flag,
+    positive_int,
+    rate,
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class Seq2SeqDecoder(keras.layers.Layer):
+    """Target ids (teacher forcing) + encoder memory → logits `[B, T, V]`.
+
+    `Embedding(mask_zero=True)` → `AttentionRNN` over a `LuongAttentionCell` (global or local
+    Luong attention, `dot`/`general`/`concat`, optional input feeding) or a
+    `BahdanauAttentionCell` (additive attention before the step) wrapping `num_layers`
+    LSTM/GRU cells → `Dense(V)`. The encoder's final states are handed over to every decoder
+    layer: through a `Dense(units, tanh)` per state (`state_handover="dense"`, Bahdanau's
+    `s_0 = tanh(W_s h_1)`), copied (`"copy"`, needs the encoder's state size to equal
+    `units`), or not at all (`"none"`, zeros).
+
+    Args:
+        vocabulary_size: Target vocabulary size V (0 = padding).
+        embedding_dim: Size of the target embeddings.
+        units: Units of each decoder cell.
+        rnn: `"lstm"` or `"gru"`. Defaults to `"lstm"`.
+        num_layers: Number of stacked decoder cells. Defaults to `1`.
+        attention: `"luong"` or `"bahdanau"`. Defaults to `"luong"`.
+        score_mode: Luong score, `"dot"`, `"general"` or `"concat"` (ignored for Bahdanau).
+            Defaults to `"general"`.
+        alignment: Luong alignment, `"global"`, `"local_monotonic"` or `"local_predictive"`
+            (ignored for Bahdanau). Defaults to `"global"`.
+        window_radius: D of the local window. Defaults to `8`.
+        attention_dim: Units of the additive / concat score (and of local-p's position
+            network). Defaults to `None` (the query size).
+        input_feeding: Luong's input feeding of `h̃_{t-1}`. Defaults to `True`.
+        state_handover: `"dense"`, `"copy"` or `"none"`. Defaults to `"dense"`.
+        dropout: Dropout on the embeddings and before the projection. Defaults to `0`.
+        **kwargs: Base layer arguments.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        embedding_dim: int,
+        units: int,
+        rnn: str = "lstm",
+        num_layers: int = 1,
+        attention: str = "luong",
+        score_mode: str = "general",
+        alignment: str = "global",
+        window_radius: int = 8,
+        attention_dim: int | None = None,
+        input_feeding: bool = True,
+        state_handover: str = "dense",
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.vocabulary_size = positive_int("vocabulary_size", vocabulary_size)
+        self.embedding_dim = positive_int("embedding_dim", embedding_dim)
+        self.units = positive_int("units", units)
+        self.rnn = choice("rnn", rnn, RNN_TYPES)
+        self.num_layers = positive_int("num_layers", num_layers)
+        self.attention = choice("attention", attention, ATTENTION_TYPES)
+        self.score_mode = score_mode
+        self.alignment = alignment
+        self.window_radius = int(window_radius)
+        self.attention_dim = (
+            None if attention_dim is None else positive_int("attention_dim", attention_dim)
+        )
+        self.input_feeding = flag(input_feeding)
+        self.state_handover = choice("state_handover", state_handover, HANDOVERS)
+        self.dropout = rate("dropout", dropout)
+
+        self.embedding = keras.layers.Embedding(
+            self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
+        )
+        self.dropout_layer = keras.layers.Dropout(self.dropout, name="dropout")
+        cell_class = keras.layers.LSTMCell if self.rnn == "lstm" else keras.layers.GRUCell
+        cells = [cell_class(self.units, name=f"{self.rnn}_cell_{i}") for i in range(num_layers)]
+        cell = cells[0] if len(cells) == 1 else keras.layers.StackedRNNCells(cells)
+        if self.attention == "luong":
+            attention_layer = LuongAttention(
+                score_mode=score_mode,
+                alignment=alignment,
+                window_radius=self.window_radius,
+                units=self.attention_dim,
+                name="luong_attention",
+            )
+            self.cell = LuongAttentionCell(
+                cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
+            )
+        else:
+            attention_layer = AdditiveAttention(units=self.attention_dim, name="additive_attention")
+            self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
+        self.rnn_layer = AttentionRNN(self.cell, return_attention_scores=True, name="attention_rnn")
+        states_per_layer = 2 if self.rnn == "lstm" else 1
+        self.bridges = []
+        if self.state_handover == "dense":
+            self.bridges = [
+                keras.layers.Dense(self.units, activation="tanh", name=f"bridge_{i}")
+                for i in range(self.num_layers * states_per_layer)
+            ]
+        self.projection = keras.layers.Dense(self.vocabulary_size, name="projection")
+
+    def build(self, target_ids_shape, memory_shape) -> None:
+        target_shape, memory_shape = tuple(target_ids_shape), tuple(memory_shape)
+        self.embedding.build(target_shape)
+        self.rnn_layer.build((*target_shape, self.embedding_dim), memory_shape)
+        for bridge in self.bridges:  # the encoder's final states have the memory's size
+            bridge.build((None, memory_shape[-1]))
+        self.projection.build((None, None, self.cell.output_size))
+
+    def initial_state(self, encoder_states, batch_size):
+        """The wrapped cells' initial states (flat) from the encoder's final states."""
+        if self.state_handover == "none" or not encoder_states:
+            return self.cell.get_initial_state(batch_size)[: len(self.cell._cell_state_sizes)]
+        n = len(encoder_states)
+        if self.state_handover == "copy":
+            size = encoder_states[0].shape[-1]
+            if size is not None and size != self.units:
+                raise ValueError(
+                    "`state_handover='copy'` needs the encoder's final state size to equal the "
+                    f"decoder's `units`. Received: encoder state size {size}, units={self.units} "
+                    "(use state_handover='dense')"
+                )
+            return [encoder_states[i % n] for i in range(self.num_layers * n)]
+        return [bridge(encoder_states[i % n]) for i, bridge in enumerate(self.bridges)]
+
+    def call(
+        self,
+        target_ids,
+        memory,
+        memory_mask=None,
+        encoder_states=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        x = self.dropout_layer(self.embedding(target_ids), training=training)
+        mask = ops.not_equal(target_ids, 0)
+        states = self.initial_state(encoder_states or [], ops.shape(target_ids)[0])
+        outputs, alignments = self.rnn_layer(
+            x, memory, memory_mask=memory_mask, initial_state=states, mask=mask, training=training
+        )
+        logits = self.projection(self.dropout_layer(outputs, training=training))
+        return (logits, alignments) if return_attention_scores else logits
+
+    def make_step_fn(self, memory, memory_mask=None, beam_width: int = 1):
+        """A `keras_attention.decoding` step function over this decoder (inference mode)."""
+        return make_step_fn(
+            self.cell, self.embedding, self.projection, memory, memory_mask, beam_width
+        )
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "embedding_dim": self.embedding_dim,
+                "units": self.units,
+                "rnn": self.rnn,
+                "num_layers": self.num_layers,
+                "attention": self.attention,
+                "score_mode": self.score_mode,
+                "alignment": self.alignment,
+                "window_radius": self.window_radius,
+                "attention_dim": self.attention_dim,
+                "input_feeding": self.input_feeding,
+                "state_handover": self.state_handover,
+                "dropout": self.dropout,
+            }
+        )
+        return config

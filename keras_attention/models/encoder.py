@@ -1,0 +1,125 @@
+"""The encoder of the seq2seq builder: embedding, (bi)directional RNN stack, final states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention.models._options import RNN_TYPES, choice, flag, positive_int, rate
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class Seq2SeqEncoder(keras.layers.Layer):
+    """Source ids → memory `[B, S, d_h]`, its mask and the final RNN states.
+
+    `Embedding(mask_zero=True)` (id 0 is padding), then `num_layers` recurrent layers
+    (`Bidirectional` when `bidirectional`), each returning its whole sequence; the last one
+    also returns its final states, which `Seq2SeqDecoder` hands over to the decoder. For a
+    bidirectional layer the forward and backward final states are concatenated (`[h_f; h_b]`,
+    and `[c_f; c_b]` for LSTM), so `d_h = 2 * units`.
+
+    Args:
+        vocabulary_size: Source vocabulary size (ids `0 … vocabulary_size − 1`, 0 = padding).
+        embedding_dim: Size of the token embeddings.
+        units: Units of each recurrent layer (per direction).
+        rnn: `"lstm"` or `"gru"`. Defaults to `"lstm"`.
+        num_layers: Number of stacked recurrent layers. Defaults to `1`.
+        bidirectional: Read the source in both directions. Defaults to `True`.
+        dropout: Dropout rate on the embeddings and between recurrent layers. Defaults to `0`.
+        **kwargs: Base layer arguments.
+
+    Call arguments:
+        source_ids: Int `[B, S]`, 0 for padding.
+        training: Whether dropout is active.
+
+    Returns:
+        `(memory [B, S, d_h], mask [B, S] bool, states)`, `states` a list of `[B, d_h]`
+        (`[h, c]` for LSTM, `[h]` for GRU).
+    """
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        embedding_dim: int,
+        units: int,
+        rnn: str = "lstm",
+        num_layers: int = 1,
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.vocabulary_size = positive_int("vocabulary_size", vocabulary_size)
+        self.embedding_dim = positive_int("embedding_dim", embedding_dim)
+        self.units = positive_int("units", units)
+        self.rnn = choice("rnn", rnn, RNN_TYPES)
+        self.num_layers = positive_int("num_layers", num_layers)
+        self.bidirectional = flag(bidirectional)
+        self.dropout = rate("dropout", dropout)
+        self.embedding = keras.layers.Embedding(
+            self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
+        )
+        self.dropout_layer = keras.layers.Dropout(self.dropout, name="dropout")
+        self.rnn_layers = []
+        for i in range(self.num_layers):
+            last = i == self.num_layers - 1
+            rnn_class = keras.layers.LSTM if self.rnn == "lstm" else keras.layers.GRU
+            layer = rnn_class(
+                self.units, return_sequences=True, return_state=last, name=f"{self.rnn}_{i}"
+            )
+            if self.bidirectional:
+                layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{i}")
+            self.rnn_layers.append(layer)
+
+    @property
+    def output_dim(self) -> int:
+        """`d_h`, the size of the memory and of each final state."""
+        return self.units * (2 if self.bidirectional else 1)
+
+    @property
+    def num_states(self) -> int:
+        return 2 if self.rnn == "lstm" else 1
+
+    def build(self, source_shape) -> None:
+        self.embedding.build(source_shape)
+        shape = (*tuple(source_shape), self.embedding_dim)
+        for layer in self.rnn_layers:
+            layer.build(shape)
+            shape = (*shape[:-1], self.output_dim)
+
+    def call(self, source_ids, training=None):
+        mask = ops.not_equal(source_ids, 0)
+        x = self.dropout_layer(self.embedding(source_ids), training=training)
+        states = []
+        for i, layer in enumerate(self.rnn_layers):
+            if i:
+                x = self.dropout_layer(x, training=training)
+            result = layer(x, mask=mask, training=training)
+            if i == len(self.rnn_layers) - 1:
+                x, states = result[0], list(result[1:])
+            else:
+                x = result
+        if self.bidirectional:  # [fw states..., bw states...] -> [fw; bw] per state
+            n = self.num_states
+            states = [ops.concatenate([f, b], axis=-1) for f, b in zip(states[:n], states[n:])]
+        return x, mask, states
+
+    def compute_mask(self, source_ids, mask=None):
+        return None
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "embedding_dim": self.embedding_dim,
+                "units": self.units,
+                "rnn": self.rnn,
+                "num_layers": self.num_layers,
+                "bidirectional": self.bidirectional,
+                "dropout": self.dropout,
+            }
+        )
+        return config

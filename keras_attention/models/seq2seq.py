@@ -1,0 +1,313 @@
+"""An attention encoder-decoder as one trainable (teacher-forced) Keras model."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding.step_fn import check_int, check_tokens
+from keras_attention.models._options import positive_int
+from keras_attention.models.decoder import Seq2SeqDecoder
+from keras_attention.models.encoder import Seq2SeqEncoder
+
+INPUT_NAMES = ("source_ids", "target_ids")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class Seq2Seq(keras.Model):
+    """Encoder (`Seq2SeqEncoder`) + attentional decoder (`Seq2SeqDecoder`) in one model.
+
+    Called on `{"source_ids": [B, S], "target_ids": [B, T]}` (or a pair) it returns the
+    teacher-forced logits `[B, T, V]`: `target_ids` are the decoder inputs (the target
+    shifted right, starting with `start_id`) and the labels are the target shifted left
+    (`keras_attention.text.pairs_dataset` makes both). Id 0 is padding on both sides: the
+    logits carry the Keras mask of the targets, so `compile(loss=
+    "sparse_categorical_crossentropy", metrics=["accuracy"])` ignores padded steps.
+
+    `generate` decodes greedily or with beam search; `translate` does strings to strings
+    when the model owns its tokenizers (they are saved in its config, so a reloaded `.keras`
+    model translates). `keras_attention.models.Translator` wraps both in compiled functions,
+    and `keras_attention.export.export_saved_model` writes them as a SavedModel.
+
+    Args:
+        source_vocabulary_size: Source vocabulary size; defaults to `source_tokenizer`'s.
+        target_vocabulary_size: Target vocabulary size; defaults to `target_tokenizer`'s.
+        embedding_dim: Size of the token embeddings (both sides). Defaults to `64`.
+        units: Units of the decoder cells. Defaults to `128`.
+        encoder_units: Units of the encoder RNNs per direction. Defaults to `None` (`units`).
+        rnn: `"lstm"` or `"gru"`, both sides. Defaults to `"lstm"`.
+        encoder_layers: Recurrent layers in the encoder. Defaults to `1`.
+        decoder_layers: Stacked cells in the decoder. Defaults to `1`.
+        bidirectional: Bidirectional encoder. Defaults to `True`.
+        attention: `"luong"` or `"bahdanau"`. Defaults to `"luong"`.
+        score_mode: Luong score: `"dot"`, `"general"` or `"concat"`. Defaults to `"general"`.
+        alignment: Luong alignment: `"global"`, `"local_monotonic"`, `"local_predictive"`.
+            Defaults to `"global"`.
+        window_radius: D of local attention. Defaults to `8`.
+        attention_dim: Units of the additive / concat score. Defaults to `None`.
+        input_feeding: Luong input feeding. Defaults to `True`.
+        state_handover: `"dense"`, `"copy"` or `"none"`; see `Seq2SeqDecoder`.
+            Defaults to `"dense"`.
+        dropout: Dropout rate. Defaults to `0`.
+        start_id: The id fed at the first decoder step. Defaults to `2`.
+        end_id: The id that ends a target. Defaults to `3`.
+        source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
+        target_tokenizer: Optional tokenizer of the target side.
+        **kwargs: Base model arguments (`name`, ...).
+
+    Example:
+
+    >>> import numpy as np
+    >>> model = Seq2Seq(source_vocabulary_size=12, target_vocabulary_size=9, units=16)
+    >>> logits = model({"source_ids": np.array([[5, 6, 3, 0]]),
+    ...                 "target_ids": np.array([[2, 7, 8]])})
+    >>> tuple(logits.shape)
+    (1, 3, 9)
+    >>> result = model.generate(np.array([[5, 6, 3, 0]]), max_length=4)
+    >>> tuple(result["ids"].shape), tuple(result["alignments"].shape)
+    ((1, 4), (1, 4, 4))
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size: int | None = None,
+        target_vocabulary_size: int | None = None,
+        embedding_dim: int = 64,
+        units: int = 128,
+        encoder_units: int | None = None,
+        rnn: str = "lstm",
+        encoder_layers: int = 1,
+        decoder_layers: int = 1,
+        bidirectional: bool = True,
+        attention: str = "luong",
+        score_mode: str = "general",
+        alignment: str = "global",
+        window_radius: int = 8,
+        attention_dim: int | None = None,
+        input_feeding: bool = True,
+        state_handover: str = "dense",
+        dropout: float = 0.0,
+        start_id: int = 2,
+        end_id: int = 3,
+        source_tokenizer: Any = None,
+        target_tokenizer: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        source_vocabulary_size = _vocabulary_size(
+            "source_vocabulary_size", source_vocabulary_size, source_tokenizer
+        )
+        target_vocabulary_size = _vocabulary_size(
+            "target_vocabulary_size", target_vocabulary_size, target_tokenizer
+        )
+        check_tokens({"start_id": start_id, "end_id": end_id}, target_vocabulary_size)
+        self.start_id, self.end_id = int(start_id), int(end_id)
+        units = positive_int("units", units)
+        encoder_units = units if encoder_units is None else encoder_units
+        self._config = {
+            "source_vocabulary_size": source_vocabulary_size,
+            "target_vocabulary_size": target_vocabulary_size,
+            "embedding_dim": embedding_dim,
+            "units": units,
+            "encoder_units": encoder_units,
+            "rnn": rnn,
+            "encoder_layers": encoder_layers,
+            "decoder_layers": decoder_layers,
+            "bidirectional": bidirectional,
+            "attention": attention,
+            "score_mode": score_mode,
+            "alignment": alignment,
+            "window_radius": window_radius,
+            "attention_dim": attention_dim,
+            "input_feeding": input_feeding,
+            "state_handover": state_handover,
+            "dropout": dropout,
+            "start_id": self.start_id,
+            "end_id": self.end_id,
+        }
+        self.encoder = Seq2SeqEncoder(
+            source_vocabulary_size,
+            embedding_dim,
+            encoder_units,
+            rnn=rnn,
+            num_layers=encoder_layers,
+            bidirectional=bidirectional,
+            dropout=dropout,
+            name="encoder",
+        )
+        self.decoder = Seq2SeqDecoder(
+            target_vocabulary_size,
+            embedding_dim,
+            units,
+            rnn=rnn,
+            num_layers=decoder_layers,
+            attention=attention,
+            score_mode=score_mode,
+            alignment=alignment,
+            window_radius=window_radius,
+            attention_dim=attention_dim,
+            input_feeding=input_feeding,
+            state_handover=state_handover,
+            dropout=dropout,
+            name="decoder",
+        )
+
+    @property
+    def source_vocabulary_size(self) -> int:
+        return self._config["source_vocabulary_size"]
+
+    @property
+    def target_vocabulary_size(self) -> int:
+        return self._config["target_vocabulary_size"]
+
+    # ---------------------------------------------------------------- training graph
+    def build(self, inputs_shape) -> None:
+        source_shape, target_shape = _split_inputs(inputs_shape, "inputs_shape")
+        self.encoder.build(tuple(source_shape))
+        memory_shape = (*tuple(source_shape), self.encoder.output_dim)
+        self.decoder.build(tuple(target_shape), memory_shape)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        source_ids, target_ids = _split_inputs(inputs, "inputs")
+        memory, memory_mask, states = self.encoder(source_ids, training=training)
+        return self.decoder(
+            target_ids, memory, memory_mask=memory_mask, encoder_states=states, training=training
+        )
+
+    def compute_output_shape(self, inputs_shape):
+        _, target_shape = _split_inputs(inputs_shape, "inputs_shape")
+        return (*tuple(target_shape), self.target_vocabulary_size)
+
+    # ---------------------------------------------------------------- inference
+    def encode(self, source_ids, training=False):
+        """`(memory, memory_mask, decoder initial state)` for source ids `[B, S]`."""
+        source_ids = ops.cast(source_ids, "int32")
+        memory, memory_mask, states = self.encoder(source_ids, training=training)
+        batch = ops.shape(source_ids)[0]
+        initial = self.decoder.initial_state(states, batch)
+        return memory, memory_mask, self.decoder.cell.complete_initial_state(initial, batch)
+
+    def generate(
+        self,
+        source_ids,
+        max_length: int = 50,
+        beam_width: int = 1,
+        length_penalty: float = 0.6,
+    ) -> dict:
+        """Decode source ids `[B, S]` (0 = padding) to target ids.
+
+        Greedy search when `beam_width == 1`, else beam search with the GNMT length penalty
+        (`keras_attention.decoding`). The padding id 0 and `start_id` are never generated
+        (their logits are masked: 0 in the output means "after the end"). Traceable:
+        `Translator` runs it under `tf.function(jit_compile=True)`.
+
+        Returns:
+            The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),
+            `"scores"` `[B]`, `"lengths"` `[B]`, `"alignments"` `[B, max_length, S]` (and the
+            beam search's extra entries).
+        """
+        max_length = check_int("max_length", max_length, minimum=1)
+        beam_width = check_int("beam_width", beam_width, minimum=1)
+        if not self.built:
+            self.build({"source_ids": tuple(source_ids.shape), "target_ids": (None, None)})
+        source_ids = ops.convert_to_tensor(source_ids)
+        if len(source_ids.shape) != 2:
+            raise ValueError(
+                f"`source_ids` must be a [batch, length] tensor of token ids. Received: shape "
+                f"{tuple(source_ids.shape)}"
+            )
+        memory, memory_mask, state = self.encode(source_ids)
+        batch = ops.shape(source_ids)[0]
+        step_fn = _never_generate(
+            self.decoder.make_step_fn(memory, memory_mask, beam_width),
+            self.target_vocabulary_size,
+            {0, self.start_id} - {self.end_id},
+        )
+        common = {
+            "batch_size": batch,
+            "start_token": self.start_id,
+            "end_token": self.end_id,
+            "max_length": max_length,
+            "vocab_size": self.target_vocabulary_size,
+        }
+        if beam_width == 1:
+            return greedy_search(step_fn, state, **common)
+        return beam_search(
+            step_fn, state, beam_width=beam_width, length_penalty=length_penalty, **common
+        )
+
+    def translate(self, texts, max_length: int = 50, beam_width: int = 1, **kwargs) -> list:
+        """Strings to strings with the model's tokenizers (eager; see `Translator`)."""
+        from keras_attention.models.translator import Translator
+
+        translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
+        return translator.translate(texts)
+
+    # ---------------------------------------------------------------- serialization
+    def get_config(self) -> dict:
+        config = {"name": self.name, **self._config}
+        for key in ("source_tokenizer", "target_tokenizer"):
+            tokenizer = getattr(self, key)
+            config[key] = (
+                None if tokenizer is None else keras.saving.serialize_keras_object(tokenizer)
+            )
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict):
+        config = copy.deepcopy(config)
+        for key in ("source_tokenizer", "target_tokenizer"):
+            if config.get(key) is not None:
+                import keras_attention.text  # noqa: F401  (registers the tokenizer classes)
+
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
+
+def _never_generate(step_fn, vocabulary_size: int, token_ids: set):
+    """`step_fn` with the logits of `token_ids` set to -1e9 (in float32)."""
+    allowed = np.ones((vocabulary_size,), bool)
+    allowed[sorted(token_ids)] = False
+
+    def masked_step(tokens, states, t):
+        logits, new_states, alignment = step_fn(tokens, states, t)
+        logits = ops.where(allowed, ops.cast(logits, "float32"), -1e9)
+        return logits, new_states, alignment
+
+    return masked_step
+
+
+def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
+    if value is None:
+        if tokenizer is None:
+            raise ValueError(
+                f"Give `{name}` or a tokenizer to take it from. Received: {name}=None and no "
+                "tokenizer"
+            )
+        value = tokenizer.vocabulary_size
+    return positive_int(name, value)
+
+
+def _split_inputs(inputs: Any, name: str) -> tuple:
+    """`(source, target)` from `{"source_ids", "target_ids"}` or a pair."""
+    if isinstance(inputs, dict):
+        missing = [key for key in INPUT_NAMES if key not in inputs]
+        if missing:
+            raise ValueError(
+                f"`{name}` must be a dict with keys {INPUT_NAMES}. Received keys: {sorted(inputs)}"
+            )
+        return inputs["source_ids"], inputs["target_ids"]
+    if isinstance(inputs, (list, tuple)) and len(inputs) == 2:
+        return inputs[0], inputs[1]
+    raise ValueError(
+        f"`{name}` must be a dict {{'source_ids': ..., 'target_ids': ...}} or a pair "
+        f"(source_ids, target_ids). Received: {type(inputs).__name__}"
+    )
