@@ -1,0 +1,182 @@
+"""SavedModel export of a trained `Seq2Seq` for TF Serving (TensorFlow only)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import keras
+
+#: Ops an exported decoder must not contain: TF Serving has failed on `XlaDynamicUpdateSlice`
+#: (left by `ops.slice_update`), and Python-function ops cannot run outside this process.
+FORBIDDEN_OPS = frozenset({"XlaDynamicUpdateSlice", "PyFunc", "EagerPyFunc", "PyFuncStateless"})
+
+
+def export_saved_model(
+    model: Any,
+    path: str | os.PathLike,
+    max_length: int = 50,
+    beam_width: int = 1,
+    length_penalty: float = 0.6,
+    source_tokenizer: Any = None,
+    target_tokenizer: Any = None,
+    overwrite: bool = False,
+    jit_compile: bool = False,
+    verbose: bool = False,
+) -> str:
+    """Write a trained `Seq2Seq` (or a `Translator`) as a SavedModel with two signatures.
+
+    - `serving_default`: input `source_ids` (int32 `[batch, length]`, 0 = padding, the end
+      token included as `text` tokenizers' `tokenize(..., add_end=True)` makes it); outputs
+      `ids` int32 `[batch, max_length]` (end token included, 0 after it), `scores` float32
+      `[batch]` (sum of log-probabilities), `lengths` int32 `[batch]` and `alignments` float32
+      `[batch, max_length, length]`.
+    - `translate` (when both tokenizers are known): input `inputs` (string `[batch]`); outputs
+      `outputs` (string `[batch]`), `scores` and `lengths`. Tokenization runs in the graph;
+      unseen characters/words become the unknown token, empty strings decode normally.
+
+    Batch size and source length are variable. The search is greedy (`beam_width=1`) or beam
+    search, with `max_length` fixed at export time. After writing, the op list of the saved
+    graphs is checked for `FORBIDDEN_OPS`.
+
+    Loading: a char-level export (`text.CharTokenizer`) uses core TensorFlow ops only; a
+    `text.WordpieceTokenizer` export needs `import tensorflow_text` before
+    `tf.saved_model.load` (TF Serving's standard image includes the tf-text ops).
+
+    Args:
+        model: A `keras_attention.models.Seq2Seq` or `Translator`.
+        path: The export directory.
+        max_length: The most generated tokens. Defaults to `50` (a `Translator`'s own
+            settings win when a `Translator` is given).
+        beam_width: `1` = greedy. Defaults to `1`.
+        length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
+        source_tokenizer: Defaults to the model's.
+        target_tokenizer: Defaults to the model's.
+        overwrite: Replace an existing `path`. Defaults to `False` (a `FileExistsError`).
+        jit_compile: Mark the search functions for XLA. Defaults to `False` (what every TF
+            Serving build can run).
+        verbose: Let Keras print the exported variables. Defaults to `False`.
+
+    Returns:
+        The export path as a string.
+    """
+    import tensorflow as tf
+
+    from keras_attention.models import Translator
+
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(
+            "export_saved_model needs the TensorFlow backend (KERAS_BACKEND=tensorflow). "
+            f"Received backend: {keras.backend.backend()}"
+        )
+    if isinstance(model, Translator):
+        translator = model
+        if source_tokenizer is not None or target_tokenizer is not None:
+            translator = Translator(
+                model.model,
+                max_length=model.max_length,
+                beam_width=model.beam_width,
+                length_penalty=model.length_penalty,
+                source_tokenizer=source_tokenizer or model.source_tokenizer,
+                target_tokenizer=target_tokenizer or model.target_tokenizer,
+            )
+    else:
+        translator = Translator(
+            model,
+            max_length=max_length,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            source_tokenizer=source_tokenizer,
+            target_tokenizer=target_tokenizer,
+        )
+    path = os.fspath(path)
+    if os.path.exists(path):
+        if not overwrite:
+            raise FileExistsError(
+                f"`path` already exists: {path!r}. Pass overwrite=True to replace it."
+            )
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+
+    seq2seq = translator.model
+    if not seq2seq.built:
+        raise ValueError(
+            "The model has no weights yet: train it (or call it once) before exporting."
+        )
+
+    def at_least_one_step(source_ids):
+        # An empty batch of strings tokenizes to [0, 0]; recurrent layers need one time step
+        # (an all-padding column changes nothing: padding is masked).
+        missing = tf.maximum(0, 1 - tf.shape(source_ids)[1])
+        return tf.pad(source_ids, [[0, 0], [0, missing]])
+
+    def search(source_ids):
+        """The search's outputs; an empty batch gets empty outputs (the search's buffer
+        scatters reject zero-size tensors)."""
+        source_ids = at_least_one_step(source_ids)
+
+        def run():
+            result = translator.generate(source_ids)
+            return {k: result[k] for k in ("ids", "scores", "lengths", "alignments")}
+
+        def empty():
+            length = tf.shape(source_ids)[1]
+            return {
+                "ids": tf.zeros([0, translator.max_length], tf.int32),
+                "scores": tf.zeros([0], tf.float32),
+                "lengths": tf.zeros([0], tf.int32),
+                "alignments": tf.zeros([0, translator.max_length, length], tf.float32),
+            }
+
+        return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
+
+    archive = keras.export.ExportArchive()
+    archive.track(seq2seq)
+    search = tf.function(search, jit_compile=jit_compile)
+    archive.add_endpoint(
+        "serving_default",
+        search,
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
+    )
+    if translator.source_tokenizer is not None and translator.target_tokenizer is not None:
+        source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
+
+        def serve_strings(inputs):
+            source_ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
+            result = search(source_ids)
+            return {
+                "outputs": target_tok.detokenize(result["ids"]),
+                "scores": result["scores"],
+                "lengths": result["lengths"],
+            }
+
+        archive.add_endpoint(
+            "translate",
+            serve_strings,
+            input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
+        )
+    archive.write_out(path, verbose=verbose)
+    found = FORBIDDEN_OPS & exported_ops(path)
+    if found:
+        raise RuntimeError(
+            f"The exported graph at {path!r} contains ops TF Serving cannot run: {sorted(found)}"
+        )
+    return path
+
+
+def exported_ops(path: str | os.PathLike) -> set:
+    """The op types in a SavedModel's graphs, function library included."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(os.fspath(path), "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    ops = set()
+    for meta_graph in proto.meta_graphs:
+        ops.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            ops.update(node.op for node in function.node_def)
+    return ops
