@@ -33,16 +33,33 @@ def as_lists(dataset):
 
 def test_hand_computed_batches():
     tok = char_tokenizer()
-    batches = as_lists(pairs_dataset(SOURCES, TARGETS, tok, tok, batch_size=2))
+    batches = as_lists(pairs_dataset(SOURCES, TARGETS, tok, tok, batch_size=2, pad_to_multiple=1))
     assert len(batches) == 3
     source, target_ids, labels = batches[0]
     assert source == [[4, 5, END_ID], [4, END_ID, 0]]
-    # targets: [START b END 0], [START b a END] -> inputs drop the last column, labels the first
-    assert target_ids == [[START_ID, 5, END_ID], [START_ID, 5, 4]]
+    # targets: [START b END 0], [START b a END] -> labels drop the first column, inputs the
+    # last, and inputs are padding wherever the label is (END is never an input)
+    assert target_ids == [[START_ID, 5, 0], [START_ID, 5, 4]]
     assert labels == [[5, END_ID, 0], [5, 4, END_ID]]
     source, target_ids, labels = batches[2]  # the last, smaller batch: padded on its own
     assert source == [[5, 4, END_ID]]
     assert target_ids == [[START_ID, 4]] and labels == [[4, END_ID]]
+
+
+@pytest.mark.parametrize("multiple", [3, 8])
+def test_lengths_are_rounded_up_to_the_multiple(multiple):
+    """Padding to a multiple (few distinct shapes for XLA) only appends zeros."""
+    tok = char_tokenizer()
+    plain = as_lists(pairs_dataset(SOURCES, TARGETS, tok, tok, batch_size=2, pad_to_multiple=1))
+    rounded = as_lists(
+        pairs_dataset(SOURCES, TARGETS, tok, tok, batch_size=2, pad_to_multiple=multiple)
+    )
+    for batch, padded in zip(plain, rounded):
+        for rows, padded_rows in zip(batch, padded):
+            width = len(padded_rows[0])
+            assert width % multiple == 0 and width >= len(rows[0]) > width - multiple
+            for row, padded_row in zip(rows, padded_rows):
+                assert padded_row == row + [0] * (width - len(row))
 
 
 def test_shift_and_padding_invariants():
@@ -54,7 +71,10 @@ def test_shift_and_padding_invariants():
     for inputs, labels in dataset:
         target_ids, labels = inputs["target_ids"].numpy(), labels.numpy()
         assert target_ids.shape == labels.shape
-        np.testing.assert_array_equal(target_ids[:, 1:], labels[:, :-1])
+        np.testing.assert_array_equal(
+            target_ids[:, 1:], np.where(labels[:, 1:] == 0, 0, labels[:, :-1])
+        )
+        np.testing.assert_array_equal(target_ids != 0, labels != 0)  # one mask for both
         assert (target_ids[:, 0] == START_ID).all()
         # Each label row is the target, END, then only padding.
         for row in labels:
@@ -96,6 +116,7 @@ def test_accepts_arrays_and_tensors():
         ({"batch_size": 0}, ValueError, "batch_size=0"),
         ({"shuffle": "yes"}, TypeError, "shuffle='yes'"),
         ({"seed": 1.5}, ValueError, "seed=1.5"),
+        ({"pad_to_multiple": 0}, ValueError, "pad_to_multiple=0"),
         ({"sources": "ab"}, TypeError, "sources='ab'"),
         ({"targets": [1, 2, 3, 4, 5]}, TypeError, "targets[0]=1"),
         ({"source_tokenizer": "char"}, TypeError, "source_tokenizer='char'"),
