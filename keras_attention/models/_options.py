@@ -5,6 +5,8 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+import keras
+
 RNN_TYPES = ("lstm", "gru")
 ATTENTION_TYPES = ("luong", "bahdanau")
 HANDOVERS = ("dense", "copy", "none")
@@ -34,3 +36,23 @@ def choice(name: str, value: Any, options: tuple) -> str:
 def flag(value: Any) -> bool:
     """A boolean hyperparameter; keras-tuner's `hp.Choice([True, False])` gives 0/1."""
     return bool(value)
+
+
+class ConfigLayer(keras.layers.Layer):
+    """A layer whose config is its `CONFIG_KEYS` attributes, with the options the encoder and
+    decoder share validated in one place."""
+
+    CONFIG_KEYS: tuple = ()
+
+    def _set_common(self, vocabulary_size, embedding_dim, units, rnn, num_layers, dropout):
+        self.vocabulary_size = positive_int("vocabulary_size", vocabulary_size)
+        self.embedding_dim = positive_int("embedding_dim", embedding_dim)
+        self.units = positive_int("units", units)
+        self.rnn = choice("rnn", rnn, RNN_TYPES)
+        self.num_layers = positive_int("num_layers", num_layers)
+        self.dropout = rate("dropout", dropout)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({key: getattr(self, key) for key in self.CONFIG_KEYS})
+        return config

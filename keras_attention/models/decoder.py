@@ -13,16 +13,15 @@ from keras_attention.layers import AdditiveAttention, LuongAttention
 from keras_attention.models._options import (
     ATTENTION_TYPES,
     HANDOVERS,
-    RNN_TYPES,
+    ConfigLayer,
     choice,
     flag,
     positive_int,
-    rate,
 )
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Seq2SeqDecoder(keras.layers.Layer):
+class Seq2SeqDecoder(ConfigLayer):
     """Target ids (teacher forcing) + encoder memory → logits `[B, T, V]`.
 
     `Embedding(mask_zero=True)` → `AttentionRNN` over a `LuongAttentionCell` (global or local
@@ -53,6 +52,12 @@ class Seq2SeqDecoder(keras.layers.Layer):
         **kwargs: Base layer arguments.
     """
 
+    CONFIG_KEYS = (
+        "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "attention",
+        "score_mode", "alignment", "window_radius", "attention_dim", "input_feeding",
+        "state_handover", "dropout",
+    )  # fmt: skip
+
     def __init__(
         self,
         vocabulary_size: int,
@@ -71,11 +76,7 @@ class Seq2SeqDecoder(keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.vocabulary_size = positive_int("vocabulary_size", vocabulary_size)
-        self.embedding_dim = positive_int("embedding_dim", embedding_dim)
-        self.units = positive_int("units", units)
-        self.rnn = choice("rnn", rnn, RNN_TYPES)
-        self.num_layers = positive_int("num_layers", num_layers)
+        self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
         self.attention = choice("attention", attention, ATTENTION_TYPES)
         self.score_mode = score_mode
         self.alignment = alignment
@@ -85,14 +86,15 @@ class Seq2SeqDecoder(keras.layers.Layer):
         )
         self.input_feeding = flag(input_feeding)
         self.state_handover = choice("state_handover", state_handover, HANDOVERS)
-        self.dropout = rate("dropout", dropout)
 
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
         )
         self.dropout_layer = keras.layers.Dropout(self.dropout, name="dropout")
         cell_class = keras.layers.LSTMCell if self.rnn == "lstm" else keras.layers.GRUCell
-        cells = [cell_class(self.units, name=f"{self.rnn}_cell_{i}") for i in range(num_layers)]
+        cells = [
+            cell_class(self.units, name=f"{self.rnn}_cell_{i}") for i in range(self.num_layers)
+        ]
         cell = cells[0] if len(cells) == 1 else keras.layers.StackedRNNCells(cells)
         if self.attention == "luong":
             attention_layer = LuongAttention(
@@ -165,24 +167,3 @@ class Seq2SeqDecoder(keras.layers.Layer):
         return make_step_fn(
             self.cell, self.embedding, self.projection, memory, memory_mask, beam_width
         )
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "embedding_dim": self.embedding_dim,
-                "units": self.units,
-                "rnn": self.rnn,
-                "num_layers": self.num_layers,
-                "attention": self.attention,
-                "score_mode": self.score_mode,
-                "alignment": self.alignment,
-                "window_radius": self.window_radius,
-                "attention_dim": self.attention_dim,
-                "input_feeding": self.input_feeding,
-                "state_handover": self.state_handover,
-                "dropout": self.dropout,
-            }
-        )
-        return config

@@ -7,11 +7,11 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_attention.models._options import RNN_TYPES, choice, flag, positive_int, rate
+from keras_attention.models._options import ConfigLayer, flag
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Seq2SeqEncoder(keras.layers.Layer):
+class Seq2SeqEncoder(ConfigLayer):
     """Source ids → memory `[B, S, d_h]`, its mask and the final RNN states.
 
     `Embedding(mask_zero=True)` (id 0 is padding), then `num_layers` recurrent layers
@@ -39,6 +39,11 @@ class Seq2SeqEncoder(keras.layers.Layer):
         (`[h, c]` for LSTM, `[h]` for GRU).
     """
 
+    CONFIG_KEYS = (
+        "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "bidirectional",
+        "dropout",
+    )  # fmt: skip
+
     def __init__(
         self,
         vocabulary_size: int,
@@ -51,13 +56,8 @@ class Seq2SeqEncoder(keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.vocabulary_size = positive_int("vocabulary_size", vocabulary_size)
-        self.embedding_dim = positive_int("embedding_dim", embedding_dim)
-        self.units = positive_int("units", units)
-        self.rnn = choice("rnn", rnn, RNN_TYPES)
-        self.num_layers = positive_int("num_layers", num_layers)
+        self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
         self.bidirectional = flag(bidirectional)
-        self.dropout = rate("dropout", dropout)
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
         )
@@ -108,18 +108,3 @@ class Seq2SeqEncoder(keras.layers.Layer):
 
     def compute_mask(self, source_ids, mask=None):
         return None
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "embedding_dim": self.embedding_dim,
-                "units": self.units,
-                "rnn": self.rnn,
-                "num_layers": self.num_layers,
-                "bidirectional": self.bidirectional,
-                "dropout": self.dropout,
-            }
-        )
-        return config
