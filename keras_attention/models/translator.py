@@ -16,7 +16,7 @@ class Translator:
 
     On TensorFlow the search runs in a `tf.function` (with `jit_compile=True` by default:
     one XLA program per padded source length); tokenization and detokenization stay outside
-    it, in TensorFlow string ops. Source lengths are padded up to a multiple of
+    it, in TensorFlow string ops. Under XLA, source lengths are padded up to a multiple of
     `pad_to_multiple` so that a stream of batches reuses a few compiled programs (padding is
     masked, so results do not change).
 
@@ -27,7 +27,8 @@ class Translator:
         beam_width: `1` for greedy search, more for beam search. Defaults to `1`.
         length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
         jit_compile: Compile the search with XLA (TensorFlow backend). Defaults to `True`.
-        pad_to_multiple: Pad source lengths to a multiple of this. Defaults to `16`.
+        pad_to_multiple: With `jit_compile`, pad source lengths to a multiple of this.
+            Defaults to `16`.
         source_tokenizer: Defaults to the model's.
         target_tokenizer: Defaults to the model's.
 
@@ -109,7 +110,9 @@ class Translator:
         batch, length = source_ids.shape
         if batch == 0:
             return self._empty()
-        padded = -(-max(length, 1) // self.pad_to_multiple) * self.pad_to_multiple
+        # XLA compiles one program per shape: round lengths up. Without XLA, pad only to 1.
+        multiple = self.pad_to_multiple if self.jit_compile else 1
+        padded = -(-max(length, 1) // multiple) * multiple
         source_ids = np.pad(source_ids, ((0, 0), (0, padded - length))).astype("int32")
         result = {k: ops.convert_to_numpy(v) for k, v in self._function()(source_ids).items()}
         if "alignments" in result:
