@@ -36,6 +36,7 @@ bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_layers.py
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_local.py
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_decoder.py
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_translate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
