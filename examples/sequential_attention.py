@@ -20,7 +20,10 @@ The script prints a table of test accuracy and training time of both models, sav
 model to a `.keras` file and checks that the model reloaded with `safe_mode=True` predicts exactly
 the same, and prints the attention weights of one test sequence around its marker (calling the
 trained layers directly with `return_attention_scores=True`), with how often the largest weight
-falls on one of the two steps after the marker.
+falls on one of the two steps after the marker, and draws the pooled weights of a few test
+sequences with `keras_attention.plot.plot_alignment` (one strip per sequence, its tokens on the
+x axis, the marker in red and the answer in bold) to `attention_weights.png` in the output
+directory (needs matplotlib).
 
 Run it (about a minute on 2 CPU cores; `make demo` runs the default)::
 
@@ -37,6 +40,7 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Iterable
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -45,6 +49,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_attention import LuongAttention  # noqa: E402
+from keras_attention.plot import plot_alignment  # noqa: E402
 
 PAD = 0
 MARKER = 1
@@ -145,6 +150,44 @@ def attend(model: keras.Model, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return keras.ops.convert_to_numpy(context), keras.ops.convert_to_numpy(weights)
 
 
+def attention_figure(
+    tokens: np.ndarray,
+    weights: np.ndarray,
+    markers: np.ndarray,
+    labels: np.ndarray,
+    rows: Iterable[int],
+) -> Any:
+    """A figure of the pooled attention weights of `tokens[rows]`: one strip per sequence
+    (padding cut off, steps aligned across strips), its tokens on the x axis with the marker
+    in red and the answer (the token after it) in bold."""
+    from matplotlib.figure import Figure
+
+    rows = list(rows)
+    longest = int(max(np.sum(tokens[row] != PAD) for row in rows))
+    width = min(max(8.0, 0.22 * longest + 2.0), 16.0)
+    figure = Figure(figsize=(width, 1.7 * len(rows)), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(len(rows), 1))
+    for ax, row in zip(axes, rows):
+        length, marker = int(np.sum(tokens[row] != PAD)), int(markers[row])
+        names = ["MARK" if t == MARKER else str(t) for t in tokens[row, :length]]
+        plot_alignment(
+            weights[row : row + 1, :length],
+            names,
+            [f"#{row}"],
+            ax=ax,
+            title=f"test sequence {row}: marker at step {marker}, answer "
+            f"{labels[row] + FIRST_TOKEN} at step {marker + 1}, query at step {length - 1}",
+        )
+        ax.set_xlim(-0.5, longest - 0.5)  # the same step under the same x in every strip
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ticks = ax.get_xticklabels()
+        ticks[marker].set_color("tab:red")
+        ticks[marker + 1].set_fontweight("bold")
+    axes[-1].set_xlabel("token at each step (padding cut off)")
+    return figure
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -168,7 +211,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--output-dir",
         default=None,
-        help="Where the .keras file is written. Default: a new temporary directory.",
+        help="Where the .keras file and the PNG are written. Default: a new temporary directory.",
     )
     parser.add_argument(
         "--smoke", action="store_true", help="Tiny sizes and 1 epoch: a quick check that it runs."
@@ -275,6 +318,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{stats['argmax_after_marker']:.1%} of the sequences; padding gets "
         f"{stats['max_weight_on_padding']:.1g} at most."
     )
+
+    plot_path = os.path.join(output_dir, "attention_weights.png")
+    shown = range(min(4, len(x_test)))
+    attention_figure(x_test, weights, marker_test, y_test, shown).savefig(plot_path, dpi=100)
+    results["attention_plot"] = plot_path
+    print(f"Pooled attention weights of {len(shown)} test sequences drawn to {plot_path}")
 
     results["wall_seconds"] = time.perf_counter() - wall_start
     print(f"\nTotal wall time {results['wall_seconds']:.1f}s")

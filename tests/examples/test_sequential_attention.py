@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 _EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sequential_attention.py"
@@ -28,6 +29,7 @@ def _check_structure(metrics: dict) -> None:
         "no_attention",
         "saved_model",
         "attention_weights",
+        "attention_plot",
         "wall_seconds",
     }
     for key in ("attention", "no_attention"):
@@ -43,6 +45,9 @@ def _check_structure(metrics: dict) -> None:
     assert weights["max_weight_on_padding"] == 0.0
     assert 0.0 <= weights["mean_weight_after_marker"] <= 1.0
     assert 0.0 <= weights["argmax_after_marker"] <= 1.0
+    plot = Path(metrics["attention_plot"])
+    assert plot.name == "attention_weights.png" and plot.parent == Path(saved["path"]).parent
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_make_data_is_deterministic_and_labels_follow_the_marker():
@@ -60,6 +65,25 @@ def test_make_data_is_deterministic_and_labels_follow_the_marker():
         assert 0 <= marker <= 2
         assert row[marker + 1] == label + example.FIRST_TOKEN
         assert 0 <= label < 5
+
+
+def test_attention_figure_draws_each_sequence_without_padding():
+    pytest.importorskip("matplotlib")
+    tokens, labels, markers = example.make_data(
+        5, n_classes=5, min_length=6, max_length=9, max_marker_position=2, seed=3
+    )
+    weights = np.random.default_rng(0).random(tokens.shape) * (tokens != example.PAD)
+    figure = example.attention_figure(tokens, weights, markers, labels, rows=[1, 3])
+    strips = [ax for ax in figure.axes if ax.images and ax.get_yticklabels()[0].get_text()]
+    assert [ax.get_yticklabels()[0].get_text() for ax in strips] == ["#1", "#3"]
+    for ax, row in zip(strips, [1, 3]):
+        length = int((tokens[row] != example.PAD).sum())
+        np.testing.assert_array_equal(ax.images[0].get_array(), weights[row : row + 1, :length])
+        names = [label.get_text() for label in ax.get_xticklabels()]
+        assert len(names) == length and names[markers[row]] == "MARK"
+        assert names[markers[row] + 1] == str(labels[row] + example.FIRST_TOKEN)
+        assert f"marker at step {markers[row]}" in ax.get_title()
+        assert ax.get_xticklabels()[markers[row]].get_color() == "tab:red"
 
 
 def test_smoke_run(tmp_path):
