@@ -23,7 +23,7 @@ test-fast: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m "not slow"
 
 demo: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) examples/sequential_attention.py
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) examples/translate.py --output-dir demo_output
 
 lint: $(STAMP)
 	$(PY) -m ruff check keras_attention tests examples benchmarks
