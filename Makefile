@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast demo lint format bench clean
+.PHONY: setup test test-figures test-fast demo lint format bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,9 +14,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The whole suite, slow tests included (about four minutes on 2 CPU cores).
+# The suite, slow tests included; the examples' full default runs (marker `figures`, minutes
+# each, reproducing BENCHMARKS.md) run with `make test-figures`.
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m "not figures"
+
+test-figures: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m figures
 
 # Everything but the tests marked slow.
 test-fast: $(STAMP)

@@ -24,7 +24,7 @@ tensorflow-text to translate a few raw strings (given on the command line, or de
 Run it (`make demo` runs the defaults: about four minutes on 2 CPU cores)::
 
     python examples/translate.py
-    python examples/translate.py "5. Mai 1999" "le 14 juillet 1789"     # your own queries
+    python examples/translate.py "5. Mai 1999" "14 juillet 1989"     # your own queries
     python examples/translate.py --attention bahdanau --output-dir out/
     python examples/translate.py --alignment local_predictive --window 4 --score concat
     python examples/translate.py --data fra.tsv --epochs 20     # an Anki / Tatoeba corpus
@@ -69,7 +69,7 @@ DEFAULT_QUERIES = (
     "March 3, 2022",
     "3 марта 2022 г.",
     "2022年3月3日",
-    "le 14 juillet 1789",
+    "14 juillet 1989",
 )
 MAX_LENGTH = 12  # "yyyy-mm-dd", the end token, one spare
 

@@ -60,6 +60,7 @@ def test_smoke_run_trains_exports_and_serves(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.figures
 def test_default_run_learns_the_dates(tmp_path):
     results = example.main(["--output-dir", str(tmp_path)])
     _check(results, tmp_path)

@@ -73,6 +73,7 @@ def test_flags_override_the_configuration():
 
 
 @pytest.mark.slow
+@pytest.mark.figures
 def test_default_search_finds_a_working_model(tmp_path):
     results = example.main(["--output-dir", str(tmp_path)])
     _check(results, tmp_path, trials=example.DEFAULTS["trials"])
