@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _example_loader import load_example
 
-_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "attention_vs_length.py"
-
-
-def _load_example():
-    # Loaded by path: `examples/` is not a package.
-    spec = importlib.util.spec_from_file_location("_attention_vs_length_example", _EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+example = load_example("attention_vs_length")
 
 
 def test_pairs_are_deterministic_and_the_target_is_the_ciphered_source():

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from _example_loader import load_example
 
-_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "export_for_serving.py"
-
-
-def _load_example():
-    # Loaded by path: `examples/` is not a package.
-    spec = importlib.util.spec_from_file_location("_export_for_serving_example", _EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+example = load_example("export_for_serving")
 
 
 def test_pairs_are_deterministic_unambiguous_and_disjoint():

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _example_loader import load_example
 
-_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "long_sequences.py"
-
-
-def _load_example():
-    # Loaded by path: `examples/` is not a package.
-    spec = importlib.util.spec_from_file_location("_long_sequences_example", _EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+example = load_example("long_sequences")
 
 
 def test_data_is_deterministic_and_each_label_is_the_token_lag_steps_back():

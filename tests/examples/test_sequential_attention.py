@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _example_loader import load_example
 
-_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sequential_attention.py"
-
-
-def _load_example():
-    # Loaded by path: `examples/` is not a package and `tests/examples` would shadow its name.
-    spec = importlib.util.spec_from_file_location("_sequential_attention_example", _EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+example = load_example("sequential_attention")
 
 
 def _check_structure(metrics: dict) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -10,18 +9,9 @@ import pytest
 
 pytest.importorskip("keras_tuner")
 
-_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tune.py"
+from _example_loader import load_example
 
-
-def _load_example():
-    # Loaded by path: `examples/` is not a package.
-    spec = importlib.util.spec_from_file_location("_tune_example", _EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+example = load_example("tune")
 
 
 def _check(results: dict, output: Path, trials: int) -> None:
