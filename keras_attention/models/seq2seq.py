@@ -110,7 +110,9 @@ class Seq2Seq(keras.Model):
         check_tokens({"start_id": start_id, "end_id": end_id}, target_vocabulary_size)
         self.start_id, self.end_id = int(start_id), int(end_id)
         units = positive_int("units", units)
-        encoder_units = units if encoder_units is None else encoder_units
+        encoder_units = positive_int(
+            "encoder_units", units if encoder_units is None else encoder_units
+        )
         self._config = {
             "source_vocabulary_size": source_vocabulary_size,
             "target_vocabulary_size": target_vocabulary_size,
@@ -132,6 +134,17 @@ class Seq2Seq(keras.Model):
             "start_id": self.start_id,
             "end_id": self.end_id,
         }
+        memory_dim = encoder_units * (2 if bidirectional else 1)
+        is_luong = str(attention).lower() == "luong"
+        if is_luong and str(score_mode).lower() == "dot" and memory_dim != units:
+            raise ValueError(
+                "score_mode='dot' compares the decoder state (`units`) with the encoder outputs "
+                "(`encoder_units`, doubled when `bidirectional`), so their sizes must match. "
+                f"Received: units={units}, encoder_units={encoder_units}, "
+                f"bidirectional={bool(bidirectional)} (encoder outputs of size {memory_dim}); "
+                f"use encoder_units={units // 2 if bidirectional else units} or "
+                "score_mode='general'"
+            )
         self.encoder = Seq2SeqEncoder(
             source_vocabulary_size,
             embedding_dim,

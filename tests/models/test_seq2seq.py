@@ -200,6 +200,8 @@ def test_hyperparameters_accept_what_keras_tuner_gives():
         ({"dropout": 1.0}, "dropout"),
         ({"encoder_layers": 0}, "num_layers"),
         ({"end_id": V_TGT}, "end_id"),
+        ({"score_mode": "dot"}, r"units=128, encoder_units=128, bidirectional=True"),
+        ({"encoder_units": 0}, "encoder_units"),
         ({"start_id": -1}, "start_id"),
     ],
 )
