@@ -258,7 +258,8 @@ class Seq2Seq(keras.Model):
         )
 
     def translate(self, texts, max_length: int = 50, beam_width: int = 1, **kwargs) -> list:
-        """Strings to strings with the model's tokenizers (eager; see `Translator`)."""
+        """Strings to strings with the model's tokenizers, through a new `Translator` (which
+        compiles its search on first use): keep a `Translator` for repeated calls."""
         from keras_attention.models.translator import Translator
 
         translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
