@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# What runs on JAX and PyTorch: everything but the `figures` runs; the TensorFlow-only tests are
+# skipped there (conftest.py), and the summary says why.
+BACKEND_TESTS := -m "not figures"
 
-.PHONY: setup test test-figures test-fast demo lint format bench clean
+.PHONY: setup test test-tensorflow test-jax test-torch test-figures test-fast demo lint format bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +17,19 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The suite, slow tests included; the examples' full default runs (marker `figures`, minutes
-# each, reproducing BENCHMARKS.md) run with `make test-figures`.
-test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m "not figures"
+# The suite on TensorFlow, slow tests included; then the backend-agnostic part on JAX and on
+# PyTorch (TensorFlow-only tests are skipped there with the reason). The examples' full default
+# runs (marker `figures`, minutes each, reproducing BENCHMARKS.md) run with `make test-figures`.
+test: test-tensorflow test-jax test-torch
+
+test-tensorflow: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile -m "not figures"
+
+test-jax: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=jax $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
+
+test-torch: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=torch $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
 
 test-figures: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m figures

@@ -1,0 +1,61 @@
+"""Backend selection for the whole suite (tests and doctests).
+
+The suite runs on the Keras backend named by `KERAS_BACKEND` (TensorFlow by default). Tests of
+the TensorFlow-only modules (`keras_attention.text`: tf-text tokenizers and `tf.data`
+pipelines; `keras_attention.export`: SavedModel export for TF Serving) and any test marked
+`tensorflow_only` are skipped, with the reason, on the JAX and PyTorch backends.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+
+# Paths (relative to the repository root) whose tests and doctests need the TensorFlow backend.
+TENSORFLOW_ONLY_PATHS = (
+    "keras_attention/text",
+    "keras_attention/export",
+    "keras_attention/models/translator.py",
+    "tests/text",
+    "tests/export",
+)
+
+
+def _backend() -> str:
+    import keras
+
+    return keras.backend.backend()
+
+
+def _is_tensorflow_only_path(path: Path) -> bool:
+    try:
+        relative = path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return False
+    return any(relative == p or relative.startswith(p + "/") for p in TENSORFLOW_ONLY_PATHS)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    backend = _backend()
+    for item in items:
+        if _is_tensorflow_only_path(Path(str(item.path))):
+            item.add_marker(pytest.mark.tensorflow_only)
+    if backend == "tensorflow":
+        return
+    skip = pytest.mark.skip(
+        reason=(
+            f"TensorFlow-only (tf-text, tf.data, SavedModel export or tf.function); "
+            f"KERAS_BACKEND={backend}"
+        )
+    )
+    for item in items:
+        if item.get_closest_marker("tensorflow_only") is not None:
+            item.add_marker(skip)
