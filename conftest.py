@@ -25,6 +25,11 @@ TENSORFLOW_ONLY_PATHS = (
     "keras_attention/models/translator.py",
     "tests/text",
     "tests/export",
+    # Examples built on the tf-text tokenizers, the tf.function Translator or SavedModel export.
+    "tests/examples/test_translate.py",
+    "tests/examples/test_export_for_serving.py",
+    "tests/examples/test_tune.py",
+    "tests/examples/test_attention_vs_length.py",
 )
 
 
