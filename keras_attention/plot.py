@@ -104,6 +104,8 @@ def plot_alignment(
                 f"{weights.shape}). Received: len({name})={len(tokens)}"
             )
 
+    if ax is not None and not (hasattr(ax, "imshow") and hasattr(ax, "figure")):
+        raise TypeError(f"`ax` must be a matplotlib Axes or None. Received: ax={ax!r}")
     if ax is None:
         figsize = (
             min(max(2.5 + 0.28 * columns, 4.0), 24.0),
@@ -165,7 +167,14 @@ def _as_weights(weights: Any) -> np.ndarray:
             f"`weights` must be a non-empty rank-2 array [T, S]{hint}. Received: weights of "
             f"shape {array.shape}"
         )
-    return array.astype(np.float64)
+    array = array.astype(np.float64)
+    bad = int(np.count_nonzero(~np.isfinite(array)))
+    if bad:
+        raise ValueError(
+            f"`weights` must be finite (a NaN or Inf would be drawn as an empty cell). "
+            f"Received: weights with {bad} NaN/Inf value(s) of {array.size}"
+        )
+    return array
 
 
 def _as_tokens(name: str, tokens: Any) -> list[str]:

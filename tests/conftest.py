@@ -11,6 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from keras_attention import AdditiveAttention, LuongAttention  # noqa: E402
+from tests.backend_utils import to_numpy  # noqa: E402
 
 # Every layer × mode the contract tests run over: (id, class, constructor kwargs, reference kwargs).
 LAYER_CASES = [
@@ -43,7 +44,7 @@ def _reset_policy():
 
 def layer_weights(layer) -> dict:
     """The layer's weights by contract name, as float64 arrays."""
-    return {w.name: np.asarray(w.numpy(), dtype=np.float64) for w in layer.weights}
+    return {w.name: to_numpy(w).astype(np.float64) for w in layer.weights}
 
 
 def random_batch(rng, batch=3, steps=4, memory=7, d_query=5, d_memory=5, garbage=50.0):

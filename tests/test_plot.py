@@ -52,6 +52,21 @@ def test_weight_types(convert):
     np.testing.assert_allclose(fig.axes[0].images[0].get_array(), WEIGHTS, atol=1e-3)
 
 
+def test_weights_straight_from_a_layer():
+    # A layer's output on any backend (on PyTorch a tensor that requires grad).
+    from keras_attention import LuongAttention
+
+    rng = np.random.default_rng(0)
+    query = rng.normal(size=(1, 3, 4)).astype("float32")
+    value = rng.normal(size=(1, 4, 4)).astype("float32")
+    layer = LuongAttention("general")
+    _, weights = layer([query, value], return_attention_scores=True)
+    fig = plot_alignment(weights[0], SOURCE, TARGET)
+    expected = keras.ops.convert_to_numpy(weights)[0]
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), expected)
+    np.testing.assert_allclose(expected.sum(-1), 1.0, rtol=1e-6)
+
+
 def test_token_forms_and_visible_whitespace():
     fig = plot_alignment(np.eye(5)[:3], "a b\tc", np.array([b"x", b"\xc3\xa9", b""], dtype=object))
     ax = fig.axes[0]

@@ -1,7 +1,7 @@
 """Pure `keras.ops` functions with no weights: scores, masked softmax, local windows, loops."""
 
 from keras_attention.functional.loops import time_loop
-from keras_attention.functional.scores import additive_scores, dot_scores, project
+from keras_attention.functional.scores import additive_scores, dot_scores, matmul, project
 from keras_attention.functional.softmax import masked_softmax, wide_float_dtype
 from keras_attention.functional.windows import (
     expand_window_weights,
@@ -21,6 +21,7 @@ __all__ = [
     "gaussian_window",
     "last_valid_positions",
     "masked_softmax",
+    "matmul",
     "project",
     "time_loop",
     "valid_lengths",

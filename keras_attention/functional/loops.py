@@ -1,10 +1,19 @@
 """A time loop over `[T, B, ...]` inputs that collects per-step outputs, trainable under XLA.
 
-`step_fn(t, x_t, carry) -> (carry, outputs)` runs for `t < steps` in an `ops.while_loop` with
-`maximum_iterations`. On the TensorFlow backend reads and writes go through `tf.TensorArray`
-(O(1) per step forward and backward, as Keras' own RNN loop does); elsewhere through
-`ops.take`/`ops.scatter_update` on `[T, B, ...]` buffers. Neither leaves
-`XlaDynamicUpdateSlice` in exported graphs.
+`step_fn(t, x_t, carry) -> (carry, outputs)` runs once per time step and every path is O(T) in
+time and memory, forward and backward:
+
+- TensorFlow: an `ops.while_loop`-style `tf.while_loop` with `maximum_iterations` whose reads
+  and writes go through `tf.TensorArray` (as Keras' own RNN loop does). `ops.scan` fails there
+  inside `fit(jit_compile=True)` ("XLA compilation requires a fixed tensor list size") and
+  per-step `ops.slice_update` leaves `XlaDynamicUpdateSlice` in exported graphs.
+- JAX and PyTorch: `ops.scan` (`jax.lax.scan`, reverse-mode differentiable, where
+  `lax.while_loop` is not; a Python loop + `torch.stack` on PyTorch). The number of steps is
+  always static on these backends, even under `jax.jit`.
+
+`_keras_loop` (an `ops.while_loop` writing `[T, B, ...]` buffers with `ops.scatter_update`) is
+kept as a forward-only fallback for any other backend; it is not differentiable on JAX and
+copies the buffer every step on PyTorch.
 """
 
 from __future__ import annotations
@@ -27,8 +36,8 @@ def time_loop(
     """Run `step_fn` over the leading (time) axis of `inputs`.
 
     Args:
-        step_fn: `(t, x_t, carry) -> (carry, outputs)`, `outputs` a list of tensors with the
-            shapes of `output_shapes` (without the time axis).
+        step_fn: `(t, x_t, carry) -> (carry, outputs)`, `t` an int32 scalar tensor, `outputs`
+            a list of tensors with the shapes of `output_shapes` (without the time axis).
         inputs: `[T, B, ...]`.
         carry: Loop state (a nested structure of tensors with fixed shapes).
         output_shapes: Shapes `(B, ...)` of the per-step outputs (dims may be tensors).
@@ -37,13 +46,35 @@ def time_loop(
     Returns:
         `(carry, [outputs stacked over time, [T, B, ...] each])`.
     """
+    if not callable(step_fn):
+        raise TypeError(f"`step_fn` must be callable. Received: step_fn={step_fn!r}")
     steps = ops.shape(inputs)[0]
-    if keras.backend.backend() == "tensorflow":
+    if inputs.shape[0] == 0:  # no steps (static): the carry, and outputs with no time steps
+        return carry, [ops.zeros((0,) + tuple(shape), dtype) for shape in output_shapes]
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
         return _tensorflow_loop(step_fn, inputs, carry, len(output_shapes), dtype, steps)
+    if backend in ("jax", "torch"):
+        return _scan_loop(step_fn, inputs, carry, output_shapes, dtype, steps)
     return _keras_loop(step_fn, inputs, carry, output_shapes, dtype, steps)
 
 
+def _scan_loop(step_fn, inputs, carry, output_shapes, dtype, steps):
+    """`ops.scan` over `(t, x_t)`; needs a static number of steps (JAX, PyTorch)."""
+    if steps == 0:  # nothing to run; ops.scan cannot stack zero steps on PyTorch
+        return carry, [ops.zeros((0,) + tuple(shape), dtype) for shape in output_shapes]
+
+    def body(carry, xs):
+        t, x_t = xs
+        carry, outputs = step_fn(t, x_t, carry)
+        return carry, [ops.cast(o, dtype) for o in outputs]
+
+    carry, stacked = ops.scan(body, carry, (ops.arange(steps, dtype="int32"), inputs))
+    return carry, list(stacked)
+
+
 def _keras_loop(step_fn, inputs, carry, output_shapes, dtype, steps):
+    """`ops.while_loop` writing `[T, B, ...]` buffers with `ops.scatter_update` (forward)."""
     buffers = [ops.zeros((steps,) + tuple(shape), dtype) for shape in output_shapes]
 
     def body(t, carry, buffers):
@@ -65,6 +96,7 @@ def _keras_loop(step_fn, inputs, carry, output_shapes, dtype, steps):
 
 
 def _tensorflow_loop(step_fn, inputs, carry, n_outputs, dtype, steps):
+    """`tf.while_loop` over `tf.TensorArray` reads and writes (TensorFlow only)."""
     import tensorflow as tf
 
     reads = tf.TensorArray(inputs.dtype, size=steps, clear_after_read=False).unstack(inputs)

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import keras
+import numpy as np
 from keras import ops
+
+from keras_attention.functional._checks import check_broadcastable
 
 __all__ = ["masked_softmax", "wide_float_dtype"]
 
-# Finite stand-in for -inf: large enough that exp(x - max) underflows to 0 in float32, small
-# enough that x - max never overflows, so masked rows cannot produce inf - inf = NaN.
-_MASK_VALUE = -1e9
+
+def _mask_value(dtype: str) -> float:
+    """Finite stand-in for -inf: the lowest finite number of the softmax dtype.
+
+    Below every valid logit however extreme (a fixed value such as -1e9 is not: a valid row of
+    logits all under it would lose to its padding), finite so that a fully masked row never
+    computes inf - inf = NaN. `x - max` may overflow to -inf, whose exp is exactly 0.
+    """
+    return float(np.finfo(dtype).min)
 
 
 def wide_float_dtype(dtype) -> str:
@@ -42,8 +51,10 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     [[0.5, 0.5, 0.0]]
     """
     scores = ops.convert_to_tensor(scores)
-    scores = ops.cast(scores, wide_float_dtype(scores.dtype))
+    dtype = wide_float_dtype(scores.dtype)
+    scores = ops.cast(scores, dtype)
     if mask is not None:
+        check_broadcastable("mask", mask, "scores", scores)
         mask = ops.cast(mask, "bool")
     if scores.shape[axis] == 1:
         weights = ops.ones_like(scores)  # softmax over one position (Keras warns on it)
@@ -52,7 +63,8 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     else:
         # The fused softmax; masked logits underflow to exactly 0. Multiplying by the mask
         # also zeroes rows with no valid position (softmax makes them uniform).
-        weights = ops.softmax(ops.where(mask, scores, _MASK_VALUE), axis=axis)
+        lowest = ops.convert_to_tensor(_mask_value(dtype), dtype)
+        weights = ops.softmax(ops.where(mask, scores, lowest), axis=axis)
     if mask is None:
         return weights
     return weights * ops.cast(mask, weights.dtype)

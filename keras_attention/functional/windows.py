@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from keras import ops
 
+from keras_attention.functional._checks import check_min_rank, check_radius
 from keras_attention.functional.softmax import wide_float_dtype
 
 __all__ = [
@@ -43,6 +44,7 @@ def gather_positions(memory, positions):
     >>> np.asarray(gather_positions(m, np.array([[[2, 0, 5]]]))).tolist()
     [[[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]]]]
     """
+    check_min_rank("memory", memory, 2)
     shape = ops.shape(memory)
     batch, length = shape[0], shape[1]
     rest = tuple(memory.shape[2:])
@@ -55,6 +57,7 @@ def gather_positions(memory, positions):
 
 def window_positions(center, radius: int):
     """Integer positions `center - D ... center + D`, `[B, T] -> [B, T, 2D+1]`."""
+    check_radius(radius, 0)
     offsets = ops.arange(-radius, radius + 1, dtype="int32")
     return ops.expand_dims(ops.cast(center, "int32"), -1) + offsets
 
@@ -88,6 +91,7 @@ def gaussian_window(positions, center, radius: int):
 
     Gradients flow to the (real-valued) predicted position `center` `[B, T]`.
     """
+    check_radius(radius, 1)  # sigma = 0 would divide by zero
     sigma = radius / 2.0
     center = ops.convert_to_tensor(center)
     dtype = wide_float_dtype(center.dtype)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
+import keras
 from keras import ops
+
+_NUMERIC_DTYPES = ("int", "uint", "float", "bfloat")
 
 
 def check_list_length(layer: str, n: int) -> None:
@@ -31,9 +35,27 @@ def check_rank(layer: str, name: str, shape: Any, ranks: tuple) -> None:
         )
 
 
+def _dtype_name(x) -> str:
+    dtype = getattr(x, "dtype", None)
+    try:
+        return keras.backend.standardize_dtype(dtype)
+    except (ValueError, TypeError, AttributeError):
+        return str(dtype)
+
+
 def check_mask(name: str, mask, tensor, tensor_name: str) -> None:
+    """A mask must be boolean (or 0/1 numbers: non-zero is valid) and have the shape of
+    `tensor` without its last axis."""
     if mask is None:
         return
+    if not hasattr(mask, "shape"):
+        raise ValueError(f"`{name}` must be a boolean tensor or array. Received: {name}={mask!r}")
+    dtype = _dtype_name(mask)
+    if dtype != "bool" and not dtype.startswith(_NUMERIC_DTYPES):
+        raise ValueError(
+            f"`{name}` must be boolean (True on valid positions; numbers are read as "
+            f"non-zero = valid). Received: {name}.dtype={dtype}"
+        )
     expected = tuple(tensor.shape[:-1])
     got = tuple(mask.shape)
     compatible = len(got) == len(expected) and all(
@@ -43,6 +65,37 @@ def check_mask(name: str, mask, tensor, tensor_name: str) -> None:
         raise ValueError(
             f"`{name}` must have the shape of `{tensor_name}` without its last axis, "
             f"{expected}. Received: {name}.shape={got}"
+        )
+
+
+def check_positions(layer: str, positions, query_shape: Any) -> None:
+    """`query_positions` must be integer and broadcast to the queries' `[B, T]` (or `[B]`)."""
+    if positions is None:
+        return
+    if isinstance(positions, (str, bytes)) or not hasattr(positions, "shape"):
+        if isinstance(positions, numbers.Integral) and not isinstance(positions, bool):
+            return
+        raise ValueError(
+            f"Layer {layer}: `query_positions` must be integer step indices (a tensor "
+            f"[batch, steps], [batch] or a scalar). Received: query_positions={positions!r}"
+        )
+    dtype = _dtype_name(positions)
+    if not dtype.startswith(("int", "uint")):
+        raise ValueError(
+            f"Layer {layer}: `query_positions` must be integer step indices. Received: "
+            f"query_positions.dtype={dtype}"
+        )
+    expected = tuple(query_shape[:-1])
+    shape = tuple(positions.shape)
+    if len(expected) == 1 and len(shape) == 2 and shape[-1] in (1, None):
+        shape = shape[:1]  # one position per single-step query, [B, 1]
+    compatible = len(shape) <= len(expected) and all(
+        a is None or b is None or a in (1, b) for a, b in zip(shape[::-1], expected[::-1])
+    )
+    if not compatible:
+        raise ValueError(
+            f"Layer {layer}: `query_positions` must broadcast to the queries' {expected} "
+            f"([batch, steps] or [batch]). Received: query_positions.shape={shape}"
         )
 
 

@@ -8,7 +8,11 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
-from keras_attention.layers.base_attention import BaseAttention, default_norm_scale
+from keras_attention.layers.base_attention import (
+    BaseAttention,
+    check_flag,
+    default_norm_scale,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -58,7 +62,9 @@ class AdditiveAttention(BaseAttention):
 
     Returns:
         The context `[B, T, d_v]` (`[B, d_v]` for single-step queries and pooling), and with
-        `return_attention_scores=True` also the weights `[B, T, S]` (`[B, S]`).
+        `return_attention_scores=True` also the weights `[B, T, S]` (`[B, S]`). Under a mixed
+        precision policy both come in the compute dtype; scores, masking and softmax run in
+        float32.
 
     Example:
 
@@ -97,7 +103,7 @@ class AdditiveAttention(BaseAttention):
             kernel_constraint=kernel_constraint,
             **kwargs,
         )
-        self.normalize = bool(normalize)
+        self.normalize = check_flag("normalize", normalize)
 
     def _build_scoring(self, query_dim: int, key_dim: int) -> None:
         units = self.units or query_dim
@@ -121,8 +127,11 @@ class AdditiveAttention(BaseAttention):
     def _score(self, query_features, keys):
         if not self.normalize:
             return F.additive_scores(query_features, keys, self.score_vector)
-        vector = self.score_vector
-        vector = self.norm_scale * vector / ops.sqrt(ops.sum(ops.square(vector)))
+        # g · v / ‖v‖ in float32: in float16 ‖v‖² overflows once ‖v‖ passes 256 (zero scores)
+        # and underflows for tiny v (0 / 0 = NaN).
+        dtype = F.wide_float_dtype(self.compute_dtype)
+        vector = ops.cast(self.score_vector, dtype)
+        vector = ops.cast(self.norm_scale, dtype) * vector / ops.sqrt(ops.sum(ops.square(vector)))
         return F.additive_scores(query_features, keys, vector, bias=self.norm_bias)
 
     def get_config(self) -> dict:

@@ -13,11 +13,13 @@ import numbers
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attention import functional as F
 from keras_attention.layers._call_inputs import (
     check_list_length,
+    check_positions,
     check_rank,
     parse_call_inputs,
     raise_list_and_tensors,
@@ -35,6 +37,25 @@ def _check_int(name: str, value: Any, minimum: int, allow_none: bool = False) ->
             f"`{name}` must be {qualifier} integer"
             f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
         )
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """A boolean argument: `True`/`False` (NumPy's too) or 0/1 (`hp.Choice([True, False])`)."""
+    if isinstance(value, (bool, np.bool_)) or (
+        isinstance(value, numbers.Integral) and value in (0, 1)
+    ):
+        return bool(value)
+    raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
+
+
+def get_identifier(getter: Any, name: str, value: Any) -> Any:
+    """`keras.<kind>.get(value)` with an error that names the argument."""
+    try:
+        return getter(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"`{name}` could not be interpreted ({error}). Received: {name}={value!r}"
+        ) from error
 
 
 def _is_shape(x: Any) -> bool:
@@ -86,14 +107,22 @@ class BaseAttention(keras.layers.Layer):
         self.alignment = alignment
         self.window_radius = int(window_radius)
         self.units = None if units is None else int(units)
-        self.use_scale = bool(use_scale)
+        self.use_scale = check_flag("use_scale", use_scale)
         self.attention_units = None if attention_units is None else int(attention_units)
-        self.attention_activation = keras.activations.get(attention_activation)
+        self.attention_activation = get_identifier(
+            keras.activations.get, "attention_activation", attention_activation
+        )
         self.dropout = float(dropout)
         self.seed = seed
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.kernel_initializer = get_identifier(
+            keras.initializers.get, "kernel_initializer", kernel_initializer
+        )
+        self.kernel_regularizer = get_identifier(
+            keras.regularizers.get, "kernel_regularizer", kernel_regularizer
+        )
+        self.kernel_constraint = get_identifier(
+            keras.constraints.get, "kernel_constraint", kernel_constraint
+        )
         if self.dropout > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
         self.supports_masking = True
@@ -109,7 +138,12 @@ class BaseAttention(keras.layers.Layer):
             constraint=self.kernel_constraint,
         )
 
-    def build(self, query_shape, value_shape=None, key_shape=None) -> None:
+    def build(self, query_shape=None, value_shape=None, key_shape=None) -> None:
+        if query_shape is None:  # Keras leaves out the shapes of `None` arguments
+            raise ValueError(
+                f"Layer {self.name} needs a `query` tensor (or a list [query, value(, key)]). "
+                "Received: query=None"
+            )
         if not _is_shape(query_shape) and (value_shape is not None or key_shape is not None):
             raise_list_and_tensors(self.name)
         if not _is_shape(query_shape):
@@ -183,6 +217,9 @@ class BaseAttention(keras.layers.Layer):
             key_mask=key_mask,
             use_causal_mask=use_causal_mask,
         )
+        check_positions(self.name, query_positions, query.shape)
+        if query_positions is not None:
+            query_positions = ops.convert_to_tensor(query_positions)
         single_step = len(query.shape) == 2
         if single_step and self.alignment == "local_monotonic" and query_positions is None:
             raise ValueError(
@@ -196,8 +233,12 @@ class BaseAttention(keras.layers.Layer):
                 last = ops.zeros((shape[0],), "int32") + (shape[1] - 1)
             else:
                 last = F.last_valid_positions(value_mask)
+                value = _zero_padding(value, value_mask)  # an all-padding row pools zeros
             query_positions = ops.expand_dims(last, -1)
-            query = F.gather_positions(value, query_positions)  # [B, 1, d]
+            if _is_empty(value.shape[:2]):  # nothing to gather from: a zero query
+                query = ops.zeros((shape[0], 1, value.shape[-1]), value.dtype)
+            else:
+                query = F.gather_positions(value, query_positions)  # [B, 1, d]
         elif single_step:
             query = ops.expand_dims(query, 1)
             if query_positions is not None and len(ops.shape(query_positions)) == 1:
@@ -214,8 +255,9 @@ class BaseAttention(keras.layers.Layer):
             training=training,
             return_attention_scores=return_attention_scores,
         )
-        if query_mask is not None:
-            output = output * ops.cast(ops.expand_dims(query_mask, -1), output.dtype)
+        if query_mask is not None:  # `where`, not a product: padded queries may hold NaN
+            valid = ops.expand_dims(ops.cast(query_mask, "bool"), -1)
+            output = ops.where(valid, output, ops.zeros_like(output))
         squeeze = pooling or single_step
         self._output_keeps_query_mask = not squeeze
         if squeeze:
@@ -246,11 +288,15 @@ class BaseAttention(keras.layers.Layer):
         Returns:
             A tuple `(keys, value, mask)` to pass to `attend`.
         """
-        key = value if key is None else key
         mask = None if mask is None else ops.cast(mask, "bool")
+        if mask is not None:  # padding may hold anything (NaN, Inf): it must not reach outputs
+            key = None if key is None else _zero_padding(key, mask)
+            value = _zero_padding(value, mask)
+        key = value if key is None else key
         keys = self._project_keys(key)
         if self._keys_transposed():
-            keys = ops.transpose(keys, (0, 2, 1))  # once per memory, not once per query step
+            # Once per memory, not once per query step; in the score's float32 (mixed precision).
+            keys = ops.cast(ops.transpose(keys, (0, 2, 1)), F.wide_float_dtype(keys.dtype))
         return (keys, value, mask)
 
     def _keys_transposed(self) -> bool:
@@ -281,8 +327,13 @@ class BaseAttention(keras.layers.Layer):
             query_positions = ops.reshape(query_positions, (1, 1))
         query_positions = query_positions + ops.zeros((shape[0], shape[1]), "int32")
 
-        features = self._project_query(query)
-        if self.alignment == "global":
+        empty = _is_empty((*query.shape[:2], value.shape[1]))
+        features = None if empty else self._project_query(query)
+        if empty:
+            # B, T or S is 0: nothing to attend to (S = 0 is a row with no valid position).
+            context = ops.zeros((shape[0], shape[1], value.shape[-1]), value.dtype)
+            full_weights = ops.zeros((shape[0], shape[1], length), "float32")
+        elif self.alignment == "global":
             scores = self._scale(self._score(features, keys))
             valid = None if mask is None else ops.expand_dims(mask, 1)
             if use_causal_mask:
@@ -290,7 +341,7 @@ class BaseAttention(keras.layers.Layer):
                 valid = causal if valid is None else ops.logical_and(valid, causal)
             weights = F.masked_softmax(scores, valid)
             weights = self._dropout(weights, training)
-            context = ops.matmul(ops.cast(weights, value.dtype), value)
+            context = F.matmul(ops.cast(weights, value.dtype), value)
             full_weights = weights
         else:
             weights, positions, start, key_windows = self._local_weights(
@@ -308,13 +359,17 @@ class BaseAttention(keras.layers.Layer):
             output = F.project(ops.concatenate([query, context], axis=-1), self.attention_kernel)
             if self.attention_activation is not None:
                 output = self.attention_activation(output)
+        # Outputs in the compute dtype: Keras' dtype promotion computes some float64 ops
+        # (`tanh`, `sigmoid`) in float32 on JAX and PyTorch.
+        output = ops.cast(output, self.compute_dtype)
         if full_weights is not None:
             full_weights = ops.cast(full_weights, self.compute_dtype)
         return output, full_weights
 
     # ------------------------------------------------------------------ internals
     def _scale(self, scores):
-        return scores * self.scale if self.use_scale else scores
+        # Scores are float32 (see `functional.scores`): scale them there, never in float16.
+        return scores * ops.cast(self.scale, scores.dtype) if self.use_scale else scores
 
     def _dropout(self, weights, training):
         if training and self.dropout > 0:
@@ -363,6 +418,16 @@ class BaseAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _zero_padding(x, mask):
+    """`x` `[B, S, d]` with exact zeros where `mask` `[B, S]` is false."""
+    return ops.where(ops.expand_dims(mask, -1), x, ops.zeros_like(x))
+
+
+def _is_empty(static_dims) -> bool:
+    """Whether one of the static dimensions is 0 (an empty batch, no query steps, no memory)."""
+    return any(d == 0 for d in static_dims)
 
 
 def default_norm_scale(units: int) -> float:

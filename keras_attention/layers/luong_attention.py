@@ -86,7 +86,8 @@ class LuongAttention(BaseAttention):
     Returns:
         The context (or h̃) `[B, T, d]` (`[B, d]` for single-step queries and pooling), and with
         `return_attention_scores=True` also the weights `[B, T, S]` (`[B, S]`). Rows with no
-        valid memory position get zero weights and a zero context.
+        valid memory position get zero weights and a zero context. Under a mixed precision
+        policy both come in the compute dtype; scores, masking and softmax run in float32.
 
     Example:
 

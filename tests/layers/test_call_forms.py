@@ -8,6 +8,7 @@ import pytest
 
 from keras_attention import AdditiveAttention, BahdanauAttention, LuongAttention
 from tests import reference
+from tests.backend_utils import to_numpy
 from tests.conftest import LAYER_CASES, LAYER_IDS, layer_weights, random_batch, randomize_weights
 
 
@@ -29,24 +30,24 @@ def test_dot_equals_keras_attention(seed):
         theirs, theirs_w = keras.layers.Attention()(
             inputs, mask=masks, return_attention_scores=True
         )
-        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-6, rtol=1e-6)
-        np.testing.assert_allclose(np.asarray(ours_w), np.asarray(theirs_w), atol=1e-6)
+        np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), atol=1e-6, rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(ours_w), to_numpy(theirs_w), atol=1e-6)
     causal, _ = LuongAttention()([query, query], use_causal_mask=True, return_attention_scores=True)
     theirs = keras.layers.Attention()([query, query], use_causal_mask=True)
-    np.testing.assert_allclose(np.asarray(causal), np.asarray(theirs), atol=1e-6, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(causal), to_numpy(theirs), atol=1e-6, rtol=1e-6)
 
 
 def test_call_forms_agree():
     rng = np.random.default_rng(1)
     query, value, mask = random_batch(rng)
     layer = LuongAttention("general")
-    as_list = np.asarray(layer([query, value], mask=[None, mask]))
-    as_args = np.asarray(layer(query, value, value_mask=mask))
-    as_key = np.asarray(layer([query, value, value], mask=[None, mask, None]))
-    as_kwargs = np.asarray(layer(query, value=value, key=value, key_mask=mask))
+    as_list = to_numpy(layer([query, value], mask=[None, mask]))
+    as_args = to_numpy(layer(query, value, value_mask=mask))
+    as_key = to_numpy(layer([query, value, value], mask=[None, mask, None]))
+    as_kwargs = to_numpy(layer(query, value=value, key=value, key_mask=mask))
     for other in (as_args, as_key, as_kwargs):
         np.testing.assert_array_equal(as_list, other)
-    step = np.asarray(layer(query[:, 2], value, value_mask=mask))
+    step = to_numpy(layer(query[:, 2], value, value_mask=mask))
     np.testing.assert_allclose(step, as_list[:, 2], atol=1e-6)
 
 
@@ -64,7 +65,7 @@ def test_keras_masks_are_picked_up(cls):
     model = keras.Model([tgt, src], [out, weights])
     target = rng.integers(1, 20, size=(3, 4))
     target[0, 3:] = 0
-    out, weights = (np.asarray(t) for t in model.predict([target, tokens], verbose=0))
+    out, weights = (to_numpy(t) for t in model.predict([target, tokens], verbose=0))
     assert np.all(weights[tokens[:, None, :].repeat(4, 1) == 0] == 0.0)
     assert np.all(out[0, 3] == 0.0)  # query padding gives a zero output
     # The output keeps the query mask, like keras.layers.Attention.
@@ -73,7 +74,7 @@ def test_keras_masks_are_picked_up(cls):
 
 def out_mask_of(layer, embed, target, tokens):
     out = layer([embed(target), embed(tokens)])
-    return np.asarray(out._keras_mask)[0].tolist()
+    return to_numpy(out._keras_mask)[0].tolist()
 
 
 def test_pooling_in_sequential_and_mask_not_propagated():
@@ -131,12 +132,12 @@ def test_one_memory_step_context_is_that_step(case):
     if kwargs.get("alignment") == "local_predictive":  # exp(-(0 - p)^2 / (2 sigma^2)), p in [0, 1]
         expected_w = None
     if expected_w is None:
-        w = np.asarray(weights)
+        w = to_numpy(weights)
         assert np.all((w > 0) & (w <= 1))
-        np.testing.assert_allclose(np.asarray(out), w * value, rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(out), w * value, rtol=1e-6)
     else:
-        np.testing.assert_array_equal(np.asarray(weights), 1.0)
-        np.testing.assert_array_equal(np.asarray(out), np.broadcast_to(value, (2, 3, 5)))
+        np.testing.assert_array_equal(to_numpy(weights), 1.0)
+        np.testing.assert_array_equal(to_numpy(out), np.broadcast_to(value, (2, 3, 5)))
 
 
 @pytest.mark.parametrize(
@@ -146,7 +147,7 @@ def test_one_memory_step_context_is_that_step(case):
 def test_equal_scores_give_uniform_weights(cls, kwargs):
     value = np.tile(np.arange(1.0, 4.0, dtype="float32"), (1, 6, 1))  # identical keys
     _, weights = cls(**kwargs)([np.ones((1, 2, 3), "float32"), value], return_attention_scores=True)
-    np.testing.assert_allclose(np.asarray(weights), 1.0 / 6.0, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(weights), 1.0 / 6.0, rtol=1e-6)
 
 
 def test_dominant_score_is_hard_selection():
@@ -154,22 +155,26 @@ def test_dominant_score_is_hard_selection():
     value[0, 3] = [100.0, 0.0]
     query = np.array([[[100.0, 0.0]]], "float32")
     out, weights = LuongAttention()([query, value], return_attention_scores=True)
-    np.testing.assert_array_equal(np.asarray(weights), [[[0, 0, 0, 1, 0]]])
-    np.testing.assert_array_equal(np.asarray(out), value[:, 3:4])
+    np.testing.assert_array_equal(to_numpy(weights), [[[0, 0, 0, 1, 0]]])
+    np.testing.assert_array_equal(to_numpy(out), value[:, 3:4])
 
 
 @pytest.mark.parametrize("case", LAYER_CASES, ids=LAYER_IDS)
 @pytest.mark.parametrize("magnitude", [1e4, -1e4])
-def test_extreme_logits_and_fully_masked_rows_are_finite(case, magnitude):
+@pytest.mark.parametrize("memory", ["alternating", "opposed"])
+def test_extreme_logits_and_fully_masked_rows_are_finite(case, magnitude, memory):
     _, cls, kwargs, _ = case
     query = np.full((2, 3, 4), magnitude, "float32")
     value = np.full((2, 6, 4), magnitude, "float32")
-    value[:, ::2] *= -1
+    if memory == "alternating":  # scores of ±4e8 (dot)
+        value[:, ::2] *= -1
+    else:  # every valid dot score is -4e9: below any "large negative" padding stand-in
+        value *= -10.0
     mask = np.ones((2, 6), bool)
     mask[1] = False  # a row with no valid memory at all
     layer = cls(**kwargs)
     out, weights = layer([query, value], mask=[None, mask], return_attention_scores=True)
-    out, weights = np.asarray(out), np.asarray(weights)
+    out, weights = to_numpy(out), to_numpy(weights)
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(weights))
     assert np.all(weights[1] == 0.0) and np.all(out[1] == 0.0)
     if kwargs.get("alignment") != "local_predictive":
@@ -193,7 +198,7 @@ def test_local_window_support(alignment, radius):
     layer.build([query.shape, value.shape])
     randomize_weights(layer, rng, scale=2.0)
     _, weights = layer([query, value], mask=[None, mask], return_attention_scores=True)
-    weights = np.asarray(weights)
+    weights = to_numpy(weights)
     params = layer_weights(layer)
     for b in range(3):
         s_b = mask[b].sum()

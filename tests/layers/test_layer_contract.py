@@ -6,6 +6,8 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention import LuongAttention
+from tests.backend_utils import BACKEND
 from tests.conftest import LAYER_CASES, LAYER_IDS
 
 VOCAB, DIM = 13, 8
@@ -90,6 +92,16 @@ def test_padding_invariance_with_mask_zero(case):
     assert np.all(out["weights"][data["source"][:, None, :].repeat(5, 1) == 0] == 0.0)
 
 
+# Keras' `jit_compile=True` is XLA on TensorFlow and JAX, and `torch.compile` (TorchDynamo +
+# Inductor, which generates and compiles C++) on PyTorch. On a CPU-only machine Inductor takes
+# 1-3 minutes per model, and TorchDynamo stops compiling after 8 recompilations of Keras' step
+# function and silently runs eagerly, so a compiled run of every case would cost half an hour
+# and most cases would not even be compiled. On PyTorch the per-case test therefore runs eagerly
+# (`jit_compile=False`, also Keras' default there) and `test_torch_compile_fit_matches_eager`
+# compiles one case (the one with the most ops) for real.
+JIT_COMPILE = BACKEND != "torch"
+
+
 @pytest.mark.slow
 def test_xla_predict_and_fit(case):
     _, cls, kwargs, _ = case
@@ -99,7 +111,7 @@ def test_xla_predict_and_fit(case):
     model.compile(
         "adam",
         loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
-        jit_compile=True,
+        jit_compile=JIT_COMPILE,
     )
     compiled = model.predict(data, verbose=0)
     np.testing.assert_allclose(compiled["logits"], eager["logits"], atol=1e-4)
@@ -108,10 +120,40 @@ def test_xla_predict_and_fit(case):
     assert np.all(np.isfinite(history.history["loss"]))
     pooled = _model(cls, kwargs, pooling=True)
     pooled.compile(
-        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=JIT_COMPILE,
     )
     history = pooled.fit(data["source"], data["target"][:, 0], epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(BACKEND != "torch", reason="torch.compile is jit_compile on PyTorch only")
+def test_torch_compile_fit_matches_eager():
+    import torch
+
+    kwargs = {"score_mode": "general", "alignment": "local_predictive", "window_radius": 2}
+    data = _data(2, batch=8)
+    targets = {"logits": data["target"]}
+    losses = {}
+    torch._dynamo.reset()  # a fresh compile cache: no fallback to eager after 8 recompilations
+    try:
+        for jit_compile in (False, True):
+            keras.utils.set_random_seed(0)
+            model = _model(LuongAttention, kwargs)
+            model.compile(
+                keras.optimizers.SGD(0.1),
+                loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+                jit_compile=jit_compile,
+            )
+            history = model.fit(data, targets, epochs=2, batch_size=4, shuffle=False, verbose=0)
+            losses[jit_compile] = history.history["loss"]
+        assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > 0  # really compiled
+    finally:
+        torch._dynamo.reset()
+    assert np.all(np.isfinite(losses[True]))
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-4)
 
 
 def test_mixed_bfloat16(case):

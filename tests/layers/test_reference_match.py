@@ -7,6 +7,7 @@ import pytest
 
 from keras_attention import AdditiveAttention, LuongAttention
 from tests import reference
+from tests.backend_utils import to_numpy
 from tests.conftest import LAYER_CASES, LAYER_IDS, layer_weights, random_batch, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
@@ -23,9 +24,9 @@ def _check(layer, ref_kwargs, query, value, mask, key=None, **call_kwargs):
     ref_out, ref_weights = reference.attention(
         query, value, key, weights=layer_weights(layer), value_mask=mask, **ref_kwargs
     )
-    np.testing.assert_allclose(np.asarray(weights), ref_weights, **TOL)
-    np.testing.assert_allclose(np.asarray(out), ref_out, **TOL)
-    return np.asarray(weights)
+    np.testing.assert_allclose(to_numpy(weights), ref_weights, **TOL)
+    np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
+    return to_numpy(weights)
 
 
 @pytest.mark.parametrize("case", LAYER_CASES, ids=LAYER_IDS)
@@ -86,9 +87,9 @@ def test_causal_self_attention(alignment):
         window_radius=2,
         use_causal_mask=True,
     )
-    np.testing.assert_allclose(np.asarray(weights), ref_weights, **TOL)
-    np.testing.assert_allclose(np.asarray(out), ref_out, **TOL)
-    assert np.all(np.triu(np.asarray(weights), k=1) == 0.0)
+    np.testing.assert_allclose(to_numpy(weights), ref_weights, **TOL)
+    np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
+    assert np.all(np.triu(to_numpy(weights), k=1) == 0.0)
 
 
 @pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
@@ -112,8 +113,8 @@ def test_single_step_queries_with_positions(alignment):
         query_positions=positions[:, None],
     )
     assert out.shape == (3, 5) and weights.shape == (3, 9)
-    np.testing.assert_allclose(np.asarray(weights), ref_weights[:, 0], **TOL)
-    np.testing.assert_allclose(np.asarray(out), ref_out[:, 0], **TOL)
+    np.testing.assert_allclose(to_numpy(weights), ref_weights[:, 0], **TOL)
+    np.testing.assert_allclose(to_numpy(out), ref_out[:, 0], **TOL)
 
 
 @pytest.mark.parametrize("cls", [LuongAttention, AdditiveAttention])
@@ -128,8 +129,8 @@ def test_pooling_uses_last_valid_step(cls):
     ref_out, ref_weights = reference.attention(
         query, x, mode=mode, weights=layer_weights(layer), value_mask=mask
     )
-    np.testing.assert_allclose(np.asarray(out), ref_out[:, 0], **TOL)
-    np.testing.assert_allclose(np.asarray(weights), ref_weights[:, 0], **TOL)
+    np.testing.assert_allclose(to_numpy(out), ref_out[:, 0], **TOL)
+    np.testing.assert_allclose(to_numpy(weights), ref_weights[:, 0], **TOL)
 
 
 def test_query_mask_zeroes_outputs():
@@ -138,7 +139,7 @@ def test_query_mask_zeroes_outputs():
     query_mask = np.ones(query.shape[:2], bool)
     query_mask[1, 2:] = False
     layer = LuongAttention("general", attention_units=3)
-    out = np.asarray(layer([query, value], mask=[query_mask, mask]))
+    out = to_numpy(layer([query, value], mask=[query_mask, mask]))
     ref_out, _ = reference.attention(
         query,
         value,
