@@ -11,6 +11,7 @@ from keras import ops
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.loops import time_loop
 from keras_attention.layers._call_inputs import check_mask, check_rank
+from keras_attention.layers.base_attention import check_flag
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -19,10 +20,11 @@ class AttentionRNN(keras.layers.Layer):
 
     The memory comes in through `call`; its keys are projected once per sequence, outside the
     time loop, and so is the part of the wrapped cell's input projection that sees only `y`
-    (plain `LSTMCell`). The loop (`functional.time_loop`) is an `ops.while_loop` with
-    `maximum_iterations=T` whose per-step reads and writes cost O(1) (`tf.TensorArray` on
-    TensorFlow): time and memory O(T), trainable under `jit_compile=True`, and no
-    `XlaDynamicUpdateSlice` in exported graphs.
+    (plain `LSTMCell`). The loop (`functional.time_loop`) costs O(1) per step and O(T) in
+    time and memory, forward and backward, and trains under `jit_compile=True`: on TensorFlow
+    a `while_loop` with `maximum_iterations=T` over `tf.TensorArray` reads and writes (no
+    `XlaDynamicUpdateSlice` in exported graphs), on JAX and PyTorch `ops.scan` (a
+    `jax.lax.scan`, which, unlike `lax.while_loop`, has reverse-mode gradients).
 
     Args:
         cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
@@ -73,12 +75,20 @@ class AttentionRNN(keras.layers.Layer):
                 f"cell in one). Received: cell={cell!r}"
             )
         self.cell = cell
-        self.return_sequences = bool(return_sequences)
-        self.return_state = bool(return_state)
-        self.return_attention_scores = bool(return_attention_scores)
+        self.return_sequences = check_flag("return_sequences", return_sequences)
+        self.return_state = check_flag("return_state", return_state)
+        self.return_attention_scores = check_flag(
+            "return_attention_scores", return_attention_scores
+        )
         self.supports_masking = True
 
-    def build(self, sequences_shape, memory_shape) -> None:
+    def build(self, sequences_shape=None, memory_shape=None) -> None:
+        for name, shape in (("sequences", sequences_shape), ("memory", memory_shape)):
+            if shape is None:  # Keras leaves out the shapes of `None` arguments
+                raise ValueError(
+                    f"Layer {self.name} needs `sequences` [batch, steps, dim] and `memory` "
+                    f"[batch, memory_steps, dim] tensors. Received: {name}=None"
+                )
         check_rank(self.name, "sequences", sequences_shape, (3,))
         if not self.cell.built:
             self.cell.build(tuple(sequences_shape), tuple(memory_shape))
@@ -106,17 +116,24 @@ class AttentionRNN(keras.layers.Layer):
         else:
             states = cell.complete_initial_state(initial_state, batch)
 
-        # Whatever depends on the inputs only is computed here, once, not inside the loop.
-        inputs = ops.transpose(cell.project_inputs(sequences), (1, 0, 2))  # [T, B, .]
-        step_mask = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
         dtype = self.compute_dtype
         last = ops.zeros((batch, cell.output_size), dtype)
+        if sequences.shape[1] == 0:  # no steps: empty outputs, the initial state unchanged
+            return self._no_steps(batch, memory_steps, states, last)
+        if mask is not None:  # padded steps may hold anything (NaN): keep it out of the cell
+            mask = ops.cast(mask, "bool")
+            sequences = ops.where(ops.expand_dims(mask, -1), sequences, ops.zeros_like(sequences))
+        # Whatever depends on the inputs only is computed here, once, not inside the loop.
+        inputs = ops.transpose(cell.project_inputs(sequences), (1, 0, 2))  # [T, B, .]
+        step_mask = None if mask is None else ops.transpose(mask, (1, 0))
 
         def step(t, x_t, carry):
             states, last = carry
             output, new_states, alignment = cell.step_projected(
                 x_t, states, prepared, position=t, training=training
             )
+            # The carry keeps its dtypes on every backend (a JAX scan requires it).
+            new_states = [ops.cast(n, o.dtype) for n, o in zip(new_states, states)]
             output = ops.cast(output, dtype)
             alignment = ops.cast(alignment, dtype)
             if step_mask is not None:
@@ -138,6 +155,18 @@ class AttentionRNN(keras.layers.Layer):
         (states, last), stacked = time_loop(step, inputs, (states, last), shapes, dtype)
         stacked = [ops.transpose(x, (1, 0, 2)) for x in stacked]
         result = [stacked.pop(0) if self.return_sequences else last] + stacked
+        if self.return_state:
+            result.extend(states)
+        return result[0] if len(result) == 1 else result
+
+    def _no_steps(self, batch, memory_steps, states, last):
+        """The outputs of a zero-step sequence, laid out as `call` returns them."""
+        dtype = self.compute_dtype
+        result = [
+            ops.zeros((batch, 0, self.cell.output_size), dtype) if self.return_sequences else last
+        ]
+        if self.return_attention_scores:
+            result.append(ops.zeros((batch, 0, memory_steps), dtype))
         if self.return_state:
             result.extend(states)
         return result[0] if len(result) == 1 else result

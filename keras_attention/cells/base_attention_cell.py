@@ -8,6 +8,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention.functional.scores import matmul
 from keras_attention.layers._call_inputs import check_rank
 from keras_attention.layers.base_attention import BaseAttention
 
@@ -79,11 +80,14 @@ class BaseAttentionCell(keras.layers.Layer):
                 f"wrapped cell's states, sizes {self._cell_state_sizes}) or {len(sizes)} "
                 f"(the full state, sizes {sizes}). Received: a list of {len(states)}"
             )
+        static_batch = batch_size if isinstance(batch_size, int) else None
         for i, (state, size) in enumerate(zip(states, sizes)):
             shape = tuple(state.shape)
-            if len(shape) != 2 or shape[-1] not in (None, size):
+            batch_ok = static_batch is None or not shape or shape[0] in (None, static_batch)
+            if len(shape) != 2 or shape[-1] not in (None, size) or not batch_ok:
                 raise ValueError(
-                    f"`initial_state[{i}]` must have shape [batch, {size}]. "
+                    f"`initial_state[{i}]` must have shape [batch, {size}] (batch "
+                    f"{'?' if static_batch is None else static_batch}, that of the inputs). "
                     f"Received: initial_state[{i}].shape={shape}"
                 )
         extra = self.state_size[len(states) :]
@@ -147,29 +151,32 @@ class BaseAttentionCell(keras.layers.Layer):
         if not self._fused_lstm():
             return inputs
         rows = inputs.shape[-1]
-        return ops.matmul(inputs, self.cell.kernel[:rows]) + self.cell.bias
+        return matmul(inputs, self.cell.kernel[:rows]) + self.cell.bias
 
     def _cell_step(self, inputs, extra, cell_states, memory, training):
         """Step the wrapped cell on `[inputs; extra]` (inputs already through `project_inputs`)."""
         cell = self.cell
         if self._fused_lstm():
             h, c = cell_states
-            z = inputs + ops.matmul(h, cell.recurrent_kernel)
+            z = inputs + matmul(h, cell.recurrent_kernel)
             if extra is not None:
                 feed_kernel = memory[1]
                 if feed_kernel is None:  # memory prepared before the cell was built
                     feed_kernel = cell.kernel[cell.kernel.shape[0] - extra.shape[-1] :]
-                z = z + ops.matmul(extra, feed_kernel)
+                z = z + matmul(extra, feed_kernel)
             i, f, g, o = ops.split(z, 4, axis=-1)
             act, gate = cell.activation, cell.recurrent_activation
             c = gate(f) * c + gate(i) * act(g)
             h = gate(o) * act(c)
+            # Keras 3.15 computes some float64 activations (tanh) in float32 on JAX and PyTorch.
+            h, c = (ops.cast(x, self.compute_dtype) for x in (h, c))
             return h, [h, c]
         if extra is not None:
             inputs = ops.concatenate([inputs, extra], axis=-1)
         packed = keras.tree.pack_sequence_as(self._state_template, list(cell_states))
         output, new_states = cell(inputs, packed, training=training)
-        return output, [ops.cast(s, self.compute_dtype) for s in keras.tree.flatten(new_states)]
+        states = [ops.cast(s, self.compute_dtype) for s in keras.tree.flatten(new_states)]
+        return ops.cast(output, self.compute_dtype), states
 
     def _attend(self, query, memory, position, training):
         """Attention for one query step `[B, d_s]`: `(context [B, d_v], alignment [B, S])`."""

@@ -8,6 +8,8 @@ import keras
 from keras import ops
 
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
+from keras_attention.functional.scores import matmul
+from keras_attention.layers.base_attention import check_flag, get_identifier
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -65,9 +67,13 @@ class LuongAttentionCell(BaseAttentionCell):
                 f"`units` must be a positive integer or None. Received: units={units!r}"
             )
         self.units = units
-        self.input_feeding = bool(input_feeding)
-        self.attention_activation = keras.activations.get(attention_activation)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.input_feeding = check_flag("input_feeding", input_feeding)
+        self.attention_activation = get_identifier(
+            keras.activations.get, "attention_activation", attention_activation
+        )
+        self.kernel_initializer = get_identifier(
+            keras.initializers.get, "kernel_initializer", kernel_initializer
+        )
 
     @property
     def output_size(self) -> int:
@@ -94,9 +100,10 @@ class LuongAttentionCell(BaseAttentionCell):
         feed = states[n] if self.input_feeding else None
         hidden, new_states = self._cell_step(inputs, feed, states[:n], memory, training)
         context, alignment = self._attend(hidden, memory, position, training)
-        output = ops.matmul(ops.concatenate([hidden, context], axis=-1), self.attention_kernel)
+        output = matmul(ops.concatenate([hidden, context], axis=-1), self.attention_kernel)
         if self.attention_activation is not None:
             output = self.attention_activation(output)
+        output = ops.cast(output, self.compute_dtype)  # float64 tanh is float32 on JAX/PyTorch
         if self.input_feeding:
             new_states = new_states + [output]
         return output, new_states, alignment

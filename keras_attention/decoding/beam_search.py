@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import keras
@@ -12,6 +11,8 @@ from keras_attention.decoding.step_fn import (
     StepFn,
     call_step,
     check_int,
+    check_length_penalty,
+    check_search_arguments,
     check_tokens,
     search_loop,
     write_step,
@@ -112,16 +113,13 @@ def beam_search(
     """
     max_length = check_int("max_length", max_length, minimum=1)
     k = check_int("beam_width", beam_width, minimum=1)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
-        raise ValueError(
-            f"`length_penalty` must be a number. Received: length_penalty={length_penalty!r}"
-        )
-    alpha = float(length_penalty)
+    alpha = check_length_penalty(length_penalty)
     if vocab_size is not None:
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     check_tokens(
         {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}, vocab_size
     )
+    check_search_arguments(step_fn, batch_size, k, start_token)
 
     n = batch_size * k
     state = keras.tree.map_structure(lambda s: ops.repeat(s, k, axis=0), initial_state)
@@ -188,7 +186,8 @@ def beam_search(
     }
     if with_alignments:
         history = buffers["alignments"]
-        history = ops.reshape(history, (max_length, -1, k, ops.shape(history)[-1]))
+        rows, memory_steps = ops.shape(history)[1], ops.shape(history)[-1]  # no -1: S may be 0
+        history = ops.reshape(history, (max_length, rows // k, k, memory_steps))
         result["alignments"] = ops.transpose(history[:, :, 0], (1, 0, 2))
     result.update(beam_ids=beam_ids, beam_scores=scores, beam_lengths=lengths)
     return result

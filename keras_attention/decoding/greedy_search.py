@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import keras
 from keras import ops
 
 from keras_attention.decoding.step_fn import (
     StepFn,
     call_step,
     check_int,
+    check_search_arguments,
     check_tokens,
     search_loop,
     write_step,
@@ -71,10 +73,12 @@ def greedy_search(
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
     check_tokens(tokens, vocab_size)
+    check_search_arguments(step_fn, batch_size, 1, start_token)
 
     tokens = ops.full((batch_size,), start_token, "int32")
+    state = keras.tree.map_structure(ops.convert_to_tensor, initial_state)  # NumPy states too
     log_probs, state, alignment = call_step(
-        step_fn, tokens, initial_state, ops.convert_to_tensor(0, "int32")
+        step_fn, tokens, state, ops.convert_to_tensor(0, "int32")
     )
     if vocab_size is None and log_probs.shape[-1] is not None:
         check_tokens({"end_token": end_token, "pad_token": pad_token}, int(log_probs.shape[-1]))

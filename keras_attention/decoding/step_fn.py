@@ -8,12 +8,16 @@ tensors, `t` the int32 step index (0 for the step that consumes the start token)
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any
 
 import keras
 from keras import ops
+
+from keras_attention.cells.base_attention_cell import BaseAttentionCell
+from keras_attention.layers._call_inputs import check_mask
 
 __all__ = ["make_step_fn"]
 
@@ -63,7 +67,21 @@ def make_step_fn(
     ((2, 3), (2, 3, 5))
     """
     beam_width = check_int("beam_width", beam_width, minimum=1)
+    if not isinstance(cell, BaseAttentionCell):
+        raise TypeError(
+            f"`cell` must be a BahdanauAttentionCell or LuongAttentionCell. Received: cell={cell!r}"
+        )
+    for name, layer in (("embedding", embedding), ("output_layer", output_layer)):
+        if not callable(layer):
+            raise TypeError(f"`{name}` must be callable (a layer). Received: {name}={layer!r}")
     memory = ops.convert_to_tensor(memory)
+    if len(memory.shape) != 3:
+        raise ValueError(
+            "`memory` must be the encoder outputs [batch, memory_steps, dim]. Received: "
+            f"memory.shape={tuple(memory.shape)}"
+        )
+    check_mask("memory_mask", memory_mask, memory, "memory")
+    rows = memory.shape[0]
     if memory_mask is not None:
         memory_mask = ops.cast(memory_mask, "bool")
     if beam_width > 1:
@@ -78,6 +96,10 @@ def make_step_fn(
         )
         return output_layer(output), new_states, alignment
 
+    # What the searches check their arguments against (see `check_search_arguments`).
+    step_fn.beam_width = beam_width
+    step_fn.batch_size = rows
+    step_fn.input_vocabulary_size = getattr(embedding, "input_dim", None)
     return step_fn
 
 
@@ -89,6 +111,54 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
     return int(value)
+
+
+def check_length_penalty(value: Any) -> float:
+    """The GNMT exponent as a finite float, or a `ValueError` naming it."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+    ):
+        raise ValueError(
+            f"`length_penalty` must be a finite number. Received: length_penalty={value!r}"
+        )
+    return float(value)
+
+
+def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start_token) -> None:
+    """Check what a search gets against each other and against what `make_step_fn` recorded
+    (its `beam_width`, the memory's batch size and the embedding's vocabulary size)."""
+    if not callable(step_fn):
+        raise TypeError(
+            "`step_fn` must be a function (tokens, state, t) -> (logits, new_state, alignment), "
+            f"e.g. from make_step_fn. Received: step_fn={step_fn!r}"
+        )
+    if isinstance(batch_size, numbers.Integral) and not isinstance(batch_size, bool):
+        check_int("batch_size", batch_size, minimum=0)
+    elif isinstance(batch_size, (bool, str, bytes, numbers.Number)) or not hasattr(
+        batch_size, "dtype"
+    ):
+        raise ValueError(
+            f"`batch_size` must be a non-negative integer (or a scalar integer tensor). "
+            f"Received: batch_size={batch_size!r}"
+        )
+    made_for = getattr(step_fn, "beam_width", None)
+    if made_for is not None and made_for != beam_width:
+        raise ValueError(
+            f"`step_fn` was made with make_step_fn(..., beam_width={made_for}) but the search "
+            f"runs {beam_width} beam(s) per row: pass the same value. Received: "
+            f"beam_width={beam_width}"
+        )
+    rows = getattr(step_fn, "batch_size", None)
+    if isinstance(rows, int) and isinstance(batch_size, numbers.Integral) and rows != batch_size:
+        raise ValueError(
+            f"`batch_size` must be the number of memory rows `step_fn` was made with ({rows}). "
+            f"Received: batch_size={batch_size}"
+        )
+    vocabulary = getattr(step_fn, "input_vocabulary_size", None)
+    if isinstance(vocabulary, numbers.Integral):
+        check_tokens({"start_token": start_token}, int(vocabulary))
 
 
 def check_tokens(tokens: dict, vocab_size: int | None) -> None:
@@ -131,6 +201,8 @@ def call_step(step_fn: StepFn, tokens, state, t):
 def write_step(buffer, t, values):
     """`buffer[t] = values` for a time-major buffer `[L, ...]` (a scatter, not a slice update:
     no `XlaDynamicUpdateSlice` in exported graphs)."""
+    if 0 in tuple(buffer.shape):  # an empty batch or memory: nothing to write
+        return buffer
     return ops.scatter_update(buffer, ops.reshape(t, (1, 1)), ops.expand_dims(values, 0))
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import keras
 
+from keras_attention.layers.base_attention import check_flag
+
 RNN_TYPES = ("lstm", "gru")
 ATTENTION_TYPES = ("luong", "bahdanau")
 HANDOVERS = ("dense", "copy", "none")
@@ -16,6 +18,13 @@ def positive_int(name: str, value: Any) -> int:
     """`value` as an int >= 1 (keras-tuner's numpy ints accepted), else a `ValueError`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    return int(value)
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    """`value` as an int >= 0 (numpy ints accepted), else a `ValueError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"`{name}` must be a non-negative integer. Received: {name}={value!r}")
     return int(value)
 
 
@@ -33,9 +42,9 @@ def choice(name: str, value: Any, options: tuple) -> str:
     return value.lower()
 
 
-def flag(value: Any) -> bool:
+def flag(name: str, value: Any) -> bool:
     """A boolean hyperparameter; keras-tuner's `hp.Choice([True, False])` gives 0/1."""
-    return bool(value)
+    return check_flag(name, value)
 
 
 class ConfigLayer(keras.layers.Layer):

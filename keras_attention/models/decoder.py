@@ -16,6 +16,7 @@ from keras_attention.models._options import (
     ConfigLayer,
     choice,
     flag,
+    non_negative_int,
     positive_int,
 )
 
@@ -80,11 +81,11 @@ class Seq2SeqDecoder(ConfigLayer):
         self.attention = choice("attention", attention, ATTENTION_TYPES)
         self.score_mode = score_mode
         self.alignment = alignment
-        self.window_radius = int(window_radius)
+        self.window_radius = non_negative_int("window_radius", window_radius)
         self.attention_dim = (
             None if attention_dim is None else positive_int("attention_dim", attention_dim)
         )
-        self.input_feeding = flag(input_feeding)
+        self.input_feeding = flag("input_feeding", input_feeding)
         self.state_handover = choice("state_handover", state_handover, HANDOVERS)
 
         self.embedding = keras.layers.Embedding(

@@ -57,7 +57,7 @@ class Seq2SeqEncoder(ConfigLayer):
     ) -> None:
         super().__init__(**kwargs)
         self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
-        self.bidirectional = flag(bidirectional)
+        self.bidirectional = flag("bidirectional", bidirectional)
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
         )

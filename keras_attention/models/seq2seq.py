@@ -108,6 +108,12 @@ class Seq2Seq(keras.Model):
             "target_vocabulary_size", target_vocabulary_size, target_tokenizer
         )
         check_tokens({"start_id": start_id, "end_id": end_id}, target_vocabulary_size)
+        for name, value in (("start_id", start_id), ("end_id", end_id)):
+            if value == 0:
+                raise ValueError(
+                    f"`{name}` cannot be 0, the padding id (masked in the targets). "
+                    f"Received: {name}=0"
+                )
         self.start_id, self.end_id = int(start_id), int(end_id)
         units = positive_int("units", units)
         encoder_units = positive_int(
@@ -189,7 +195,10 @@ class Seq2Seq(keras.Model):
         self.built = True
 
     def call(self, inputs, training=None):
-        source_ids, target_ids = _split_inputs(inputs, "inputs")
+        source_ids, target_ids = _check_ids(*_split_inputs(inputs, "inputs"))
+        if source_ids.shape[0] == 0:  # an empty batch: empty logits
+            return ops.zeros((0, target_ids.shape[1], self.target_vocabulary_size))
+        source_ids = _at_least_one_step(source_ids)
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         return self.decoder(
             target_ids, memory, memory_mask=memory_mask, encoder_states=states, training=training
@@ -202,7 +211,7 @@ class Seq2Seq(keras.Model):
     # ---------------------------------------------------------------- inference
     def encode(self, source_ids, training=False):
         """`(memory, memory_mask, decoder initial state)` for source ids `[B, S]`."""
-        source_ids = ops.cast(source_ids, "int32")
+        source_ids = _at_least_one_step(ops.cast(source_ids, "int32"))
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         batch = ops.shape(source_ids)[0]
         initial = self.decoder.initial_state(states, batch)
@@ -220,7 +229,8 @@ class Seq2Seq(keras.Model):
         Greedy search when `beam_width == 1`, else beam search with the GNMT length penalty
         (`keras_attention.decoding`). The padding id 0 and `start_id` are never generated
         (their logits are masked: 0 in the output means "after the end"). Traceable:
-        `Translator` runs it under `tf.function(jit_compile=True)`.
+        `Translator` runs it under `tf.function(jit_compile=True)` on TensorFlow and
+        `jax.jit` on JAX.
 
         Returns:
             The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),
@@ -229,14 +239,18 @@ class Seq2Seq(keras.Model):
         """
         max_length = check_int("max_length", max_length, minimum=1)
         beam_width = check_int("beam_width", beam_width, minimum=1)
-        if not self.built:
-            self.build({"source_ids": tuple(source_ids.shape), "target_ids": (None, None)})
+        if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
+            source_ids = _checked_host_ids(source_ids, self.source_vocabulary_size)
         source_ids = ops.convert_to_tensor(source_ids)
         if len(source_ids.shape) != 2:
             raise ValueError(
                 f"`source_ids` must be a [batch, length] tensor of token ids. Received: shape "
                 f"{tuple(source_ids.shape)}"
             )
+        if not self.built:
+            self.build({"source_ids": tuple(source_ids.shape), "target_ids": (None, None)})
+        if source_ids.shape[0] == 0:
+            return _empty_result(max_length, beam_width, source_ids.shape[1])
         memory, memory_mask, state = self.encode(source_ids)
         batch = ops.shape(source_ids)[0]
         step_fn = _never_generate(
@@ -252,10 +266,14 @@ class Seq2Seq(keras.Model):
             "vocab_size": self.target_vocabulary_size,
         }
         if beam_width == 1:
-            return greedy_search(step_fn, state, **common)
-        return beam_search(
-            step_fn, state, beam_width=beam_width, length_penalty=length_penalty, **common
-        )
+            result = greedy_search(step_fn, state, **common)
+        else:
+            result = beam_search(
+                step_fn, state, beam_width=beam_width, length_penalty=length_penalty, **common
+            )
+        if source_ids.shape[1] == 0:  # decoded from one padding step: no source positions
+            result["alignments"] = result["alignments"][..., :0]
+        return result
 
     def translate(self, texts, max_length: int = 50, beam_width: int = 1, **kwargs) -> list:
         """Strings to strings with the model's tokenizers, through a new `Translator` (which
@@ -308,6 +326,64 @@ def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
             )
         value = tokenizer.vocabulary_size
     return positive_int(name, value)
+
+
+def _checked_host_ids(ids: Any, vocabulary_size: int) -> np.ndarray:
+    """NumPy source ids checked before decoding: integers in `[0, vocabulary_size)`."""
+    ids = np.asarray(ids)
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(
+            f"`source_ids` must be integer token ids. Received: source_ids.dtype={ids.dtype}"
+        )
+    if ids.size and (ids.min() < 0 or ids.max() >= vocabulary_size):
+        raise ValueError(
+            f"`source_ids` must be in [0, {vocabulary_size}) (the source vocabulary). "
+            f"Received ids from {ids.min()} to {ids.max()}"
+        )
+    return ids.astype("int32")
+
+
+def _check_ids(source_ids, target_ids) -> tuple:
+    """Static checks of the training inputs: rank 2 each, one batch size."""
+    for name, ids in (("source_ids", source_ids), ("target_ids", target_ids)):
+        if len(ids.shape) != 2:
+            raise ValueError(
+                f"`{name}` must be a [batch, length] tensor of token ids. Received: "
+                f"{name}.shape={tuple(ids.shape)}"
+            )
+    batches = (source_ids.shape[0], target_ids.shape[0])
+    if None not in batches and batches[0] != batches[1]:
+        raise ValueError(
+            "`source_ids` and `target_ids` must have the same batch size. Received: "
+            f"source_ids.shape={tuple(source_ids.shape)}, "
+            f"target_ids.shape={tuple(target_ids.shape)}"
+        )
+    return source_ids, target_ids
+
+
+def _at_least_one_step(source_ids):
+    """Source ids with no step (S = 0) become one padding step: an all-padding source."""
+    if source_ids.shape[1] != 0:
+        return source_ids
+    return ops.zeros((ops.shape(source_ids)[0], 1), source_ids.dtype)
+
+
+def _empty_result(max_length: int, beam_width: int, source_length) -> dict:
+    """What `generate` returns for an empty batch (the searches' keys, zero rows)."""
+    result = {
+        "ids": ops.zeros((0, max_length), "int32"),
+        "scores": ops.zeros((0,), "float32"),
+        "lengths": ops.zeros((0,), "int32"),
+        "alignments": ops.zeros((0, max_length, source_length or 0), "float32"),
+    }
+    if beam_width > 1:
+        result.update(
+            normalized_scores=ops.zeros((0,), "float32"),
+            beam_ids=ops.zeros((0, beam_width, max_length), "int32"),
+            beam_scores=ops.zeros((0, beam_width), "float32"),
+            beam_lengths=ops.zeros((0, beam_width), "int32"),
+        )
+    return result
 
 
 def _split_inputs(inputs: Any, name: str) -> tuple:

@@ -8,17 +8,19 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.decoding.step_fn import check_int
+from keras_attention.decoding.step_fn import check_int, check_length_penalty
 
 
 class Translator:
     """Greedy or beam-search decoding of a trained `Seq2Seq`, compiled once.
 
-    On TensorFlow the search runs in a `tf.function` (with `jit_compile=True` by default:
-    one XLA program per padded source length); tokenization and detokenization stay outside
-    it, in TensorFlow string ops. Under XLA, source lengths are padded up to a multiple of
-    `pad_to_multiple` so that a stream of batches reuses a few compiled programs (padding is
-    masked, so results do not change).
+    On TensorFlow the search runs in a `tf.function` (compiled with XLA by default: one XLA
+    program per padded source length); on JAX in `jax.jit` (XLA, with the model's weights
+    passed in as arguments, so training the model after compiling is seen); on PyTorch
+    eagerly. Tokenization and detokenization (TensorFlow-only `keras_attention.text`) stay
+    outside it. Under XLA, source lengths are padded up to a multiple of `pad_to_multiple` so
+    that a stream of batches reuses a few compiled programs (padding is masked, so results do
+    not change).
 
     Args:
         model: A trained (or reloaded) `Seq2Seq`.
@@ -26,7 +28,9 @@ class Translator:
             `50`.
         beam_width: `1` for greedy search, more for beam search. Defaults to `1`.
         length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
-        jit_compile: Compile the search with XLA (TensorFlow backend). Defaults to `True`.
+        jit_compile: Compile the search with XLA: `True`, `False` or `"auto"` (XLA on the
+            TensorFlow and JAX backends, eager on PyTorch, where `True` is an error: XLA
+            needs TensorFlow or JAX). Defaults to `"auto"`.
         pad_to_multiple: With `jit_compile`, pad source lengths to a multiple of this.
             Defaults to `16`.
         source_tokenizer: Defaults to the model's.
@@ -48,7 +52,7 @@ class Translator:
         max_length: int = 50,
         beam_width: int = 1,
         length_penalty: float = 0.6,
-        jit_compile: bool = True,
+        jit_compile: bool | str = "auto",
         pad_to_multiple: int = 16,
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
@@ -62,11 +66,11 @@ class Translator:
         self.model = model
         self.max_length = check_int("max_length", max_length, minimum=1)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
-        self.length_penalty = length_penalty
+        self.length_penalty = check_length_penalty(length_penalty)
         self.pad_to_multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)
         self.source_tokenizer = source_tokenizer or model.source_tokenizer
         self.target_tokenizer = target_tokenizer or model.target_tokenizer
-        self.jit_compile = bool(jit_compile)
+        self.jit_compile = _resolve_jit_compile(jit_compile)
         self._compiled = None
 
     def generate(self, source_ids) -> dict:
@@ -88,9 +92,27 @@ class Translator:
                     input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
                     jit_compile=self.jit_compile,
                 )
+            elif self.jit_compile:  # JAX (see `_resolve_jit_compile`)
+                self._compiled = self._jax_function()
             else:
                 self._compiled = self.generate
         return self._compiled
+
+    def _jax_function(self):
+        """`generate` under `jax.jit`, the weights passed as arguments (not baked in)."""
+        import jax
+
+        model = self.model
+        if not model.built:  # variables cannot be created inside the stateless scope
+            model.build({"source_ids": (None, None), "target_ids": (None, None)})
+        variables = list(model.variables)
+
+        def stateless_generate(values, source_ids):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return self.generate(source_ids)
+
+        compiled = jax.jit(stateless_generate)
+        return lambda source_ids: compiled([v.value for v in variables], source_ids)
 
     def __call__(self, source_ids) -> dict:
         """Decode source ids `[B, S]` (0 = padding); returns a dict of NumPy arrays with
@@ -144,3 +166,21 @@ class Translator:
         ids = self(source_ids)["ids"]
         strings = ops.convert_to_numpy(self.target_tokenizer.detokenize(ids))
         return [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in strings]
+
+
+def _resolve_jit_compile(jit_compile: Any) -> bool:
+    """`jit_compile` as a bool for the current backend, or an error naming the backend."""
+    backend = keras.backend.backend()
+    if isinstance(jit_compile, str) and jit_compile == "auto":
+        return backend in ("tensorflow", "jax")
+    if not isinstance(jit_compile, (bool, np.bool_)):
+        raise ValueError(
+            f"`jit_compile` must be True, False or 'auto'. Received: jit_compile={jit_compile!r}"
+        )
+    if jit_compile and backend not in ("tensorflow", "jax"):
+        raise ValueError(
+            "`jit_compile=True` compiles the search with XLA, which needs the TensorFlow or JAX "
+            f"backend; the Keras backend is {backend!r}. Pass jit_compile=False (or 'auto'). "
+            f"Received: jit_compile={jit_compile!r}"
+        )
+    return bool(jit_compile)

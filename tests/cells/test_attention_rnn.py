@@ -18,8 +18,12 @@ from keras_attention import (
     LuongAttention,
     LuongAttentionCell,
 )
+from tests.backend_utils import BACKEND, to_numpy
 
 VOCAB, DIM, UNITS = 15, 8, 12
+# XLA on TensorFlow and JAX. On PyTorch `jit_compile=True` is torch.compile (Inductor), which
+# takes minutes per model on a CPU: there the same tests run eagerly.
+JIT_COMPILE = BACKEND != "torch"
 
 
 def _luong_lstm():
@@ -137,7 +141,7 @@ def test_xla_fit_predict_and_keras_round_trip(make_cell, tmp_path):
     model.compile(
         "adam",
         loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
-        jit_compile=True,
+        jit_compile=JIT_COMPILE,
     )
     np.testing.assert_allclose(model.predict(data, verbose=0)["logits"], eager["logits"], atol=1e-4)
     history = model.fit(data, {"logits": data["target"]}, epochs=2, batch_size=4, verbose=0)
@@ -172,6 +176,7 @@ def test_mixed_bfloat16(make_cell):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_only
 def test_export_reloads_without_keras_attention(tmp_path):
     model = _model(_luong_lstm_local_p, hand_over=True)
     data = _data(4)
@@ -207,10 +212,10 @@ def test_return_options_and_masks():
         sequences, memory, mask=np.array([[1, 1, 0, 0], [1, 1, 1, 1]], bool)
     )
     full = AttentionRNN(rnn.cell)(sequences, memory)
-    np.testing.assert_allclose(np.asarray(last)[1], np.asarray(full)[1, -1], atol=1e-6)
+    np.testing.assert_allclose(to_numpy(last)[1], to_numpy(full)[1, -1], atol=1e-6)
     short = AttentionRNN(rnn.cell)(sequences[:, :2], memory)
-    np.testing.assert_allclose(np.asarray(last)[0], np.asarray(short)[0, -1], atol=1e-6)
-    np.testing.assert_allclose(np.asarray(attentional), np.asarray(last), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(last)[0], to_numpy(short)[0, -1], atol=1e-6)
+    np.testing.assert_allclose(to_numpy(attentional), to_numpy(last), atol=1e-6)
     assert tuple(h.shape) == (2, UNITS) and tuple(c.shape) == (2, UNITS)
 
 
@@ -252,6 +257,6 @@ def test_fully_masked_memory_row_gives_zero_context():
     out, alignments = AttentionRNN(cell, return_attention_scores=True)(
         np.ones((2, 3, 4), "float32"), memory, memory_mask=mask
     )
-    out, alignments = np.asarray(out), np.asarray(alignments)
+    out, alignments = to_numpy(out), to_numpy(alignments)
     assert np.all(np.isfinite(out))
     assert np.all(out[1, :, UNITS:] == 0.0) and np.all(alignments[1] == 0.0)

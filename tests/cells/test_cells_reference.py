@@ -14,7 +14,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 from keras_attention import (
     AdditiveAttention,
@@ -24,6 +24,7 @@ from keras_attention import (
     LuongAttentionCell,
 )
 from tests import reference_cells as ref
+from tests.backend_utils import BACKEND, enable_float64, to_numpy, value_and_grad, variable
 from tests.conftest import layer_weights, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
@@ -89,7 +90,7 @@ def _run(rnn, y, memory, mask, tmask=None, initial_state=None):
     outputs, alignments, *states = rnn(
         y, memory, memory_mask=mask, initial_state=initial_state, mask=tmask
     )
-    return np.asarray(outputs), np.asarray(alignments), [np.asarray(s) for s in states]
+    return to_numpy(outputs), to_numpy(alignments), [to_numpy(s) for s in states]
 
 
 def _assert_match(got, want):
@@ -199,7 +200,7 @@ def test_luong_decoder_matches_reference(seed, case):
         CELLS[kind][1],
         layer_weights(cell.cell),
         {**_attention_ref(cls, kwargs), "weights": layer_weights(cell.attention)},
-        cell.attention_kernel.numpy(),
+        to_numpy(cell.attention_kernel),
         input_feeding=input_feeding,
         activation=activation,
         target_mask=tmask,
@@ -282,7 +283,7 @@ def test_luong_decoder_without_masks_matches_reference(input_feeding):
         ref.lstm_cell,
         layer_weights(cell.cell),
         {"mode": "concat", "weights": layer_weights(cell.attention)},
-        cell.attention_kernel.numpy(),
+        to_numpy(cell.attention_kernel),
         input_feeding=input_feeding,
     )
     _assert_match(got, want)
@@ -299,7 +300,7 @@ def test_return_sequences_false_is_the_last_valid_step(kind):
         cell = BahdanauAttentionCell(keras.layers.GRUCell(UNITS), attention)
     rnn = _build(AttentionRNN(cell, return_sequences=False), y, memory, mask)
     randomize_weights(rnn, rng)
-    last = np.asarray(rnn(y, memory, memory_mask=mask, mask=tmask))
+    last = to_numpy(rnn(y, memory, memory_mask=mask, mask=tmask))
     common = {
         "cell_fn": ref.gru_cell,
         "cell_weights": layer_weights(cell.cell),
@@ -313,7 +314,7 @@ def test_return_sequences_false_is_the_last_valid_step(kind):
     }
     if kind == "luong":
         outputs, _, _ = ref.luong_decoder(
-            y, memory, mask, attention_kernel=cell.attention_kernel.numpy(), **common
+            y, memory, mask, attention_kernel=to_numpy(cell.attention_kernel), **common
         )
     else:
         outputs, _, _ = ref.bahdanau_decoder(y, memory, mask, **common)
@@ -347,7 +348,7 @@ def test_stacked_cells_match_reference(kind):
     }
     if kind == "luong":
         want = ref.luong_decoder(
-            y, memory, mask, attention_kernel=cell.attention_kernel.numpy(), **common
+            y, memory, mask, attention_kernel=to_numpy(cell.attention_kernel), **common
         )
     else:
         want = ref.bahdanau_decoder(y, memory, mask, **common)
@@ -372,7 +373,7 @@ def test_luong_full_initial_state_feeds_h_tilde_0():
         ref.lstm_cell,
         layer_weights(cell.cell),
         {"mode": "general", "weights": layer_weights(cell.attention)},
-        cell.attention_kernel.numpy(),
+        to_numpy(cell.attention_kernel),
         target_mask=tmask,
         initial_state=init,
     )
@@ -414,11 +415,11 @@ def test_stepping_by_hand_equals_attention_rnn(name):
     states = cell.get_initial_state(BATCH)
     for t in range(STEPS):
         out, states, align = cell.step(y[:, t], states, prepared, position=t)
-        np.testing.assert_allclose(np.asarray(out), outputs[:, t], rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(np.asarray(align), alignments[:, t], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(out), outputs[:, t], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(align), alignments[:, t], rtol=1e-6, atol=1e-6)
     assert len(states) == len(final)
     for state, want in zip(states, final):
-        np.testing.assert_allclose(np.asarray(state), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(state), want, rtol=1e-6, atol=1e-6)
 
 
 # ------------------------------------------------------------- Luong without feeding == parallel
@@ -441,7 +442,7 @@ def test_luong_without_input_feeding_equals_lstm_then_parallel_attention(kwargs)
     )
     rnn = _build(AttentionRNN(cell, return_attention_scores=True), y, memory, mask)
     randomize_weights(rnn, rng)
-    outputs, alignments = (np.asarray(a) for a in rnn(y, memory, memory_mask=mask))
+    outputs, alignments = (to_numpy(a) for a in rnn(y, memory, memory_mask=mask))
 
     lstm = keras.layers.LSTM(UNITS, return_sequences=True)
     attention = LuongAttention(**kwargs, attention_units=UNITS)
@@ -456,8 +457,8 @@ def test_luong_without_input_feeding_equals_lstm_then_parallel_attention(kwargs)
     parallel, weights = attention(
         [lstm(y), memory], mask=[None, mask], return_attention_scores=True
     )
-    np.testing.assert_allclose(alignments, np.asarray(weights), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(outputs, np.asarray(parallel), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(alignments, to_numpy(weights), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs, to_numpy(parallel), rtol=1e-5, atol=1e-6)
 
 
 # ------------------------------------------------------------------ gradients
@@ -483,27 +484,28 @@ def test_gradients_reach_the_encoder(kind):
     src_ids[1, 3:] = 0  # source padding
     tgt_ids = rng.integers(1, vocab, size=(2, tgt_len))
     tgt_ids[1, 2:] = 0  # target padding
-    with tf.GradientTape() as tape:
-        logits, alignments = model([src_ids, tgt_ids])
-        loss = tf.reduce_sum(logits * rng.normal(size=logits.shape))
+    projection = rng.normal(size=(2, tgt_len, vocab)).astype("float32")
+    variables = model.trainable_variables
+    _, alignments = model([src_ids, tgt_ids])
+    loss, grads = value_and_grad(
+        lambda: ops.sum(ops.multiply(model([src_ids, tgt_ids])[0], projection)), variables
+    )
     # Both Keras masks (mask_zero) reached the decoder: no weight on source padding, padded
     # target steps give zero alignments.
-    alignments = np.asarray(alignments)
+    alignments = to_numpy(alignments)
     assert np.all(alignments[1, :, 3:] == 0.0) and np.all(alignments[1, 2:] == 0.0)
     np.testing.assert_allclose(alignments[:, :2].sum(-1), 1.0, rtol=1e-5)
-    variables = model.trainable_variables
-    grads = tape.gradient(loss, variables)
+    assert np.isfinite(loss)
     assert len(variables) >= 9  # 2 embeddings, encoder LSTM, cell, attention, dense
     for var, grad in zip(variables, grads):
         assert grad is not None, var.path
-        grad = np.asarray(tf.convert_to_tensor(grad))
         assert np.all(np.isfinite(grad)), var.path
     encoder_side = {
         id(v) for v in encoder.trainable_variables + source_embedding.trainable_variables
     }
     encoder_grads = [g for v, g in zip(variables, grads) if id(v) in encoder_side]
     assert len(encoder_grads) == 4
-    assert all(np.any(np.asarray(tf.convert_to_tensor(g)) != 0) for g in encoder_grads)
+    assert all(np.any(g != 0) for g in encoder_grads)
 
 
 def _float64_rnn(kind):
@@ -524,37 +526,51 @@ def _float64_rnn(kind):
     return AttentionRNN(cell, return_attention_scores=True, dtype="float64")
 
 
+# Finite differences (eps, rtol, atol). Keras 3.15 computes some float64 ops in float32 on JAX
+# (`tanh`) and PyTorch (`matmul`, inside LSTMCell/GRUCell too), so the loss carries float32
+# rounding (~1e-7) there: a wider step keeps that noise below 1e-4 of the derivative.
+FINITE_DIFFERENCES = {"tensorflow": (1e-6, 1e-5, 1e-8)}
+FINITE_DIFFERENCES_FLOAT32_INSIDE = (1e-3, 1e-3, 5e-4)
+
+
 @pytest.mark.parametrize("kind", ["luong", "bahdanau"])
 def test_gradients_match_finite_differences_float64(kind):
+    with enable_float64():  # JAX computes in float32 otherwise
+        _check_float64_gradients(kind)
+
+
+def _check_float64_gradients(kind):
     rng = np.random.default_rng(3)
-    y = tf.constant(rng.normal(size=(2, 3, 2)))
-    memory = tf.Variable(rng.normal(size=(2, 5, 3)))
+    y = ops.convert_to_tensor(rng.normal(size=(2, 3, 2)), "float64")
+    memory = variable(rng.normal(size=(2, 5, 3)), dtype="float64", name="memory")
     mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
     rnn = _float64_rnn(kind)
     rnn(y, memory, memory_mask=mask)
     randomize_weights(rnn, rng)
     for w in rnn.weights:  # randomize_weights draws float32 values: widen them
-        w.assign(np.asarray(w.numpy(), np.float64) + 1e-3 * rng.normal(size=w.shape))
-    proj_out = tf.constant(rng.normal(size=(2, 3, rnn.cell.output_size)))
-    proj_align = tf.constant(rng.normal(size=(2, 3, 5)))
+        w.assign(to_numpy(w).astype(np.float64) + 1e-3 * rng.normal(size=w.shape))
+    proj_out = rng.normal(size=(2, 3, rnn.cell.output_size))
+    proj_align = rng.normal(size=(2, 3, 5))
 
-    @tf.function
     def loss_fn():
         outputs, alignments = rnn(y, memory, memory_mask=mask)
-        assert outputs.dtype == "float64" and alignments.dtype == "float64"
-        return tf.reduce_sum(outputs * proj_out) + tf.reduce_sum(alignments * proj_align)
+        dtypes = {keras.backend.standardize_dtype(x.dtype) for x in (outputs, alignments)}
+        assert dtypes == {"float64"}, dtypes
+        return ops.sum(ops.multiply(outputs, proj_out)) + ops.sum(
+            ops.multiply(alignments, proj_align)
+        )
 
     variables = [memory] + list(rnn.cell.attention.trainable_weights)
     if kind == "luong":
         variables.append(rnn.cell.attention_kernel)
-    with tf.GradientTape() as tape:
-        loss = loss_fn()
-    grads = tape.gradient(loss, variables)
-    eps = 1e-6
+    _, grads = value_and_grad(loss_fn, variables)
+    evaluate = _compiled_loss(loss_fn, [memory] + rnn.weights)
+    eps, rtol, atol = FINITE_DIFFERENCES.get(BACKEND, FINITE_DIFFERENCES_FLOAT32_INSIDE)
     for var, grad in zip(variables, grads):
         assert grad is not None, var.name
-        grad = np.asarray(tf.convert_to_tensor(grad)).reshape(-1)
-        base = var.numpy()
+        grad = grad.reshape(-1)
+        base = to_numpy(var)
+        assert base.dtype == np.float64, var.name
         flat = base.reshape(-1)
         picks = rng.choice(flat.size, size=min(flat.size, 5), replace=False)
         if var is memory:  # include a padded position: its gradient must be exactly 0
@@ -563,16 +579,31 @@ def test_gradients_match_finite_differences_float64(kind):
             bumped = flat.copy()
             bumped[i] += eps
             var.assign(bumped.reshape(base.shape))
-            up = float(loss_fn())
+            up = evaluate()
             bumped[i] -= 2 * eps
             var.assign(bumped.reshape(base.shape))
-            down = float(loss_fn())
+            down = evaluate()
             var.assign(base)
             numeric = (up - down) / (2 * eps)
             np.testing.assert_allclose(
-                grad[i], numeric, rtol=1e-5, atol=1e-8, err_msg=f"{var.name}[{i}]"
+                grad[i], numeric, rtol=rtol, atol=atol, err_msg=f"{var.name}[{i}]"
             )
-    assert np.all(np.asarray(grads[0])[1, 3:] == 0.0)  # padded memory gets no gradient
+    assert np.all(grads[0][1, 3:] == 0.0)  # padded memory gets no gradient
+
+
+def _compiled_loss(loss_fn, variables):
+    """`float(loss_fn())` at the variables' current values. On JAX the loss is compiled once as a
+    function of the values (an eager JAX call compiles its `lax.scan` anew every time)."""
+    if BACKEND != "jax":
+        return lambda: float(to_numpy(loss_fn()))
+    import jax
+
+    @jax.jit
+    def stateless(values):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            return loss_fn()
+
+    return lambda: float(to_numpy(stateless([v.value for v in variables])))
 
 
 # ------------------------------------------------------------------ fully masked memory rows
@@ -594,20 +625,24 @@ def test_fully_masked_memory_row_gives_zero_context_and_no_nan(attention):
         AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
     )
     randomize_weights(rnn, rng)
-    memory_var = tf.Variable(memory)
-    with tf.GradientTape() as tape:
-        outputs, alignments, *states = rnn(y, memory_var, memory_mask=mask, mask=tmask)
-        loss = tf.reduce_sum(outputs * rng.normal(size=outputs.shape))
-    grads = tape.gradient(loss, [memory_var] + rnn.trainable_weights)
-    outputs, alignments = np.asarray(outputs), np.asarray(alignments)
+    memory_var = variable(memory, name="memory")
+    projection = rng.normal(size=(BATCH, STEPS, cell.output_size)).astype("float32")
+    outputs, alignments, *states = rnn(y, memory_var, memory_mask=mask, mask=tmask)
+
+    def loss_fn():
+        out = rnn(y, memory_var, memory_mask=mask, mask=tmask)[0]
+        return ops.sum(ops.multiply(out, projection))
+
+    _, grads = value_and_grad(loss_fn, [memory_var] + rnn.trainable_weights)
+    outputs, alignments = to_numpy(outputs), to_numpy(alignments)
     assert np.all(outputs[1, :, UNITS:] == 0.0)  # the context half of [s_t; c_t]
     assert np.all(alignments[1] == 0.0)
     assert np.any(outputs[1, :, :UNITS] != 0.0)  # the decoder still runs
-    for x in [outputs, alignments] + [np.asarray(s) for s in states]:
+    for x in [outputs, alignments] + [to_numpy(s) for s in states]:
         assert not np.any(np.isnan(x))
     for g in grads:
-        assert g is not None and np.all(np.isfinite(np.asarray(tf.convert_to_tensor(g))))
-    assert np.all(np.asarray(tf.convert_to_tensor(grads[0]))[1] == 0.0)
+        assert g is not None and np.all(np.isfinite(g))
+    assert np.all(grads[0][1] == 0.0)
 
     want = ref.bahdanau_decoder(
         y,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
 from keras_attention import AttentionRNN, LuongAttention, LuongAttentionCell
 from keras_attention.decoding import beam_search, gnmt_length_penalty, greedy_search, make_step_fn
+from tests.backend_utils import BACKEND, jit, to_numpy
 
 PAD, START, END = 0, 1, 2
+
+# `jit` is torch.compile on PyTorch: half a minute per search on a CPU.
+slow_on_torch = pytest.mark.slow if BACKEND == "torch" else pytest.mark.usefixtures()
 
 
 def _table_step(table):
@@ -33,7 +36,7 @@ def _state(batch):
 
 
 def _np(result):
-    return {key: ops.convert_to_numpy(value) for key, value in result.items()}
+    return {key: to_numpy(value) for key, value in result.items()}
 
 
 def _random_table(seed=0, steps=6, vocab=7):
@@ -125,11 +128,11 @@ def test_beam_width_one_equals_greedy(length_penalty):
 def test_length_penalty_formula_by_hand():
     lengths = np.array([0, 1, 2, 7], "int32")
     np.testing.assert_allclose(
-        ops.convert_to_numpy(gnmt_length_penalty(lengths, 0.6)),
+        to_numpy(gnmt_length_penalty(lengths, 0.6)),
         [(5 / 6) ** 0.6, 1.0, (7 / 6) ** 0.6, 2.0**0.6],
         rtol=1e-6,
     )
-    np.testing.assert_array_equal(ops.convert_to_numpy(gnmt_length_penalty(lengths, 0.0)), 1.0)
+    np.testing.assert_array_equal(to_numpy(gnmt_length_penalty(lengths, 0.0)), 1.0)
 
 
 def test_length_penalty_changes_the_winner():
@@ -160,6 +163,7 @@ def test_finished_beams_stay_frozen():
     np.testing.assert_array_equal(result["alignments"][0], expected)
 
 
+@slow_on_torch
 def test_jit_compiled_equals_eager():
     step_fn = _table_step(_random_table(seed=1))
 
@@ -170,13 +174,13 @@ def test_jit_compiled_equals_eager():
         }
 
     eager = run(_state(2))
-    jitted = tf.function(run, jit_compile=True)(_state(2))
+    jitted = jit(run)(_state(2))
     for search in ("greedy", "beam"):
         assert eager[search].keys() == jitted[search].keys()
         for key, value in eager[search].items():
             np.testing.assert_allclose(
-                ops.convert_to_numpy(jitted[search][key]),
-                ops.convert_to_numpy(value),
+                to_numpy(jitted[search][key]),
+                to_numpy(value),
                 rtol=1e-5,
                 atol=1e-6,
                 err_msg=f"{search}/{key}",
@@ -214,17 +218,24 @@ def test_bad_beam_arguments():
 
 
 # ---------------------------------------------------------------- a real (untrained) decoder
-VOCAB, BATCH, SOURCE = 11, 2, 5
-REAL_END = 10  # with seed 6 greedy gives [[9] * 6, [5, 5, 5, 10, pad, pad]]; beam differs
+VOCAB, BATCH, SOURCE, MAX_LENGTH = 11, 2, 5, 6
+REAL_END = 10  # with these weights greedy ends row 0 at step 2 and runs row 1 to MAX_LENGTH
 
 
 def _decoder():
-    keras.utils.set_random_seed(6)
+    """Cell, embedding, projection with weights drawn by NumPy (the same on every backend)."""
     cell = LuongAttentionCell(keras.layers.LSTMCell(8), LuongAttention("general"))
     embedding = keras.layers.Embedding(VOCAB, 4)
-    dense = keras.layers.Dense(VOCAB, kernel_initializer=keras.initializers.RandomNormal(0, 2))
-    memory = np.random.default_rng(0).normal(size=(BATCH, SOURCE, 6)).astype("float32")
+    dense = keras.layers.Dense(VOCAB)
+    rng = np.random.default_rng(0)
+    memory = rng.normal(size=(BATCH, SOURCE, 6)).astype("float32")
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
+    AttentionRNN(cell)(np.zeros((BATCH, 1, 4), "float32"), memory)  # builds the cell
+    embedding.build((None,))
+    dense.build((None, cell.output_size))
+    for layer, scale in ((cell, 1.0), (embedding, 1.0), (dense, 2.0)):
+        for w in layer.weights:
+            w.assign(scale * rng.normal(size=w.shape).astype("float32"))
     return cell, embedding, dense, memory, mask
 
 
@@ -235,7 +246,7 @@ def _teacher_forced(cell, embedding, dense, memory, mask, ids):
         embedding(fed), memory, memory_mask=mask
     )
     log_probs = ops.log_softmax(ops.cast(dense(outputs), "float32"), axis=-1)
-    return ops.convert_to_numpy(log_probs), ops.convert_to_numpy(alignments)
+    return to_numpy(log_probs), to_numpy(alignments)
 
 
 def _check_against_teacher_forced(decoder, ids, lengths, scores, alignments=None):
@@ -254,10 +265,12 @@ def test_make_step_fn_greedy_equals_teacher_forced():
     cell, embedding, dense, memory, mask = decoder
     step_fn = make_step_fn(cell, embedding, dense, memory, mask)
     state = cell.get_initial_state(BATCH)
-    result = _np(greedy_search(step_fn, state, BATCH, START, REAL_END, 6))
-    np.testing.assert_array_equal(result["lengths"], [6, 4])
-    assert result["ids"].shape == (BATCH, 6)
-    assert result["alignments"].shape == (BATCH, 6, SOURCE)
+    result = _np(greedy_search(step_fn, state, BATCH, START, REAL_END, MAX_LENGTH))
+    # One row ends early (the rest is padding), the other runs to max_length.
+    np.testing.assert_array_equal(result["lengths"], [3, MAX_LENGTH])
+    assert result["ids"][0, 2] == REAL_END and np.all(result["ids"][0, 3:] == PAD)
+    assert result["ids"].shape == (BATCH, MAX_LENGTH)
+    assert result["alignments"].shape == (BATCH, MAX_LENGTH, SOURCE)
     log_probs = _check_against_teacher_forced(
         decoder, result["ids"], result["lengths"], result["scores"], result["alignments"]
     )
@@ -289,6 +302,7 @@ def test_make_step_fn_beam_scores_equal_teacher_forced_rescoring():
     assert np.all(np.diff(normalized, axis=1) <= 1e-6)  # best first
 
 
+@slow_on_torch
 def test_make_step_fn_beam_search_jit_compiled_equals_eager():
     cell, embedding, dense, memory, mask = _decoder()
 
@@ -298,6 +312,6 @@ def test_make_step_fn_beam_search_jit_compiled_equals_eager():
         return beam_search(step_fn, state, BATCH, START, REAL_END, 6, beam_width=3)
 
     eager = _np(run(memory, mask))
-    jitted = _np(tf.function(run, jit_compile=True)(memory, mask))
+    jitted = _np(jit(run)(ops.convert_to_tensor(memory), ops.convert_to_tensor(mask)))
     for key, value in eager.items():
         np.testing.assert_allclose(jitted[key], value, rtol=1e-4, atol=1e-5, err_msg=key)

@@ -7,11 +7,14 @@ import json
 import keras
 import numpy as np
 import pytest
-from keras import ops
 
 from keras_attention.models import Seq2Seq, Seq2SeqDecoder, Seq2SeqEncoder, Translator
+from tests.backend_utils import BACKEND, to_numpy
 
 V_SRC, V_TGT = 13, 11
+# XLA on TensorFlow and JAX; on PyTorch `jit_compile=True` is torch.compile (Inductor, minutes
+# per model on a CPU) for `fit`, and an error for `Translator`: there both run eagerly.
+JIT_COMPILE = BACKEND != "torch"
 START, END = 2, 3
 
 VARIANTS = {
@@ -87,7 +90,7 @@ def test_greedy_decoding_replays_the_training_graph(variant):
     target_in = np.concatenate([np.full((len(src), 1), START), ids[:, :-1]], axis=1)
     valid = np.arange(6)[None, :] < lengths[:, None]
     target_in[:, 1:][~valid[:, :-1]] = 0  # nothing after the end token
-    logits = ops.convert_to_numpy(model({"source_ids": src, "target_ids": target_in}))
+    logits = to_numpy(model({"source_ids": src, "target_ids": target_in}))
     log_probs = _log_softmax(logits.astype("float64"), decodable_only=True)
     np.testing.assert_array_equal(log_probs.argmax(-1)[valid], ids[valid])
     chosen = np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
@@ -130,7 +133,7 @@ def test_logits_carry_the_target_mask_so_padding_never_counts():
     np.testing.assert_allclose(loss_p, loss, rtol=1e-5)
     np.testing.assert_allclose(acc_p, acc, rtol=1e-5)
     # The masked mean by hand.
-    logits = ops.convert_to_numpy(model(x)).astype("float64")
+    logits = to_numpy(model(x)).astype("float64")
     nll = -np.take_along_axis(_log_softmax(logits), labels[..., None], -1)[..., 0]
     np.testing.assert_allclose(loss, nll[tgt != 0].mean(), rtol=1e-4)
 
@@ -143,20 +146,20 @@ def test_xla_fit_generate_and_keras_round_trip(variant, tmp_path):
     model.compile(
         "adam",
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=True,
+        jit_compile=JIT_COMPILE,
     )
     # Batches of 4, 4, 2: a dynamic batch size inside the compiled while-loop gradient.
     history = model.fit({"source_ids": src, "target_ids": tgt}, labels, batch_size=4, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     eager = Translator(model, max_length=5, beam_width=2, jit_compile=False)(src)
-    jitted = Translator(model, max_length=5, beam_width=2, jit_compile=True)(src)
+    jitted = Translator(model, max_length=5, beam_width=2, jit_compile=JIT_COMPILE)(src)
     np.testing.assert_array_equal(jitted["ids"], eager["ids"])
     np.testing.assert_allclose(jitted["scores"], eager["scores"], rtol=1e-5, atol=1e-5)
 
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
     x = {"source_ids": src, "target_ids": tgt}
-    np.testing.assert_array_equal(ops.convert_to_numpy(loaded(x)), ops.convert_to_numpy(model(x)))
+    np.testing.assert_array_equal(to_numpy(loaded(x)), to_numpy(model(x)))
     again = Translator(loaded, max_length=5, beam_width=2, jit_compile=False)(src)
     np.testing.assert_array_equal(again["ids"], eager["ids"])
     assert loaded.get_config() == model.get_config()
@@ -228,11 +231,39 @@ def test_copy_handover_needs_matching_sizes():
         ({"max_length": 0}, ValueError, "max_length"),
         ({"beam_width": 0}, ValueError, "beam_width"),
         ({"pad_to_multiple": 0}, ValueError, "pad_to_multiple"),
+        ({"jit_compile": "xla"}, ValueError, "jit_compile='xla'"),
     ],
 )
 def test_translator_rejects_bad_settings(kwargs, error, message):
     with pytest.raises(error, match=message):
         Translator(_model(), **kwargs)
+
+
+def test_translator_jit_compile_per_backend():
+    """`"auto"` compiles with XLA on TensorFlow and JAX; `True` on PyTorch names the backend."""
+    assert Translator(_model()).jit_compile is (BACKEND in ("tensorflow", "jax"))
+    if BACKEND == "torch":
+        with pytest.raises(ValueError, match="backend is 'torch'.*jit_compile=True"):
+            Translator(_model(), jit_compile=True)
+    else:
+        assert Translator(_model(), jit_compile=True).jit_compile is True
+
+
+def test_compiled_translator_sees_weights_changed_after_compiling():
+    """The compiled search reads the current weights (on JAX they are arguments of the jitted
+    function, not constants baked in at the first call)."""
+    model = _model()
+    src, _ = _data(7)
+    translator = Translator(model, max_length=4)
+    before = translator(src)["ids"]
+    bias = np.zeros(V_TGT, "float32")
+    bias[5] = 1e4  # token 5 now always wins
+    model.decoder.projection.bias.assign(bias)
+    after = translator(src)["ids"]
+    np.testing.assert_array_equal(after, np.full_like(after, 5))
+    assert not np.array_equal(before, after)
+    eager = Translator(model, max_length=4, jit_compile=False)(src)["ids"]
+    np.testing.assert_array_equal(after, eager)
 
 
 def test_translator_input_checks():
@@ -267,7 +298,7 @@ def test_encoder_and_decoder_shapes():
     src, tgt = _data(6)
     memory, mask, states = encoder(src)
     assert tuple(memory.shape) == (6, 7, 10) and len(states) == 1
-    np.testing.assert_array_equal(ops.convert_to_numpy(mask), src != 0)
+    np.testing.assert_array_equal(to_numpy(mask), src != 0)
     decoder = Seq2SeqDecoder(V_TGT, 8, 12, attention="bahdanau")
     logits, alignments = decoder(
         tgt, memory, memory_mask=mask, encoder_states=states + states, return_attention_scores=True
