@@ -1,0 +1,167 @@
+"""Bad input to `keras_attention.models`: a clear error or a documented result.
+
+Extends tests/models/test_seq2seq.py. Documented results: an empty batch gives empty logits
+/ empty search results; a source with no steps (S = 0) is read as one padding step, i.e. an
+all-padding source (`generate` then returns `[B, max_length, 0]` alignments, as `Translator`
+does); a target with no steps gives `[B, 0, V]` logits. Token ids are checked where they are
+host data (NumPy arrays or lists given to `generate` or a `Translator`); tensors inside a
+traced `fit`/`predict` cannot be checked by value, so there an out-of-vocabulary id is the
+backend's `Embedding` error (TensorFlow, PyTorch) or NaN (JAX's gather fills with NaN).
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention.models import Seq2Seq, Seq2SeqDecoder, Seq2SeqEncoder, Translator
+
+V_SRC, V_TGT = 13, 11
+SRC = np.array([[4, 5, 3, 0], [6, 3, 0, 0]], "int32")
+TGT = np.array([[2, 4, 5], [2, 6, 0]], "int32")
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(0)
+    model = Seq2Seq(V_SRC, V_TGT, embedding_dim=8, units=12)
+    model({"source_ids": SRC, "target_ids": TGT})
+    return model
+
+
+def _np(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+# ---------------------------------------------------------------- constructor arguments
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Seq2Seq(V_SRC, V_TGT, window_radius=2.5), r"window_radius=2\.5"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, window_radius="3"), "window_radius='3'"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, bidirectional="no"), "bidirectional='no'"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, input_feeding=None), "input_feeding=None"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, start_id=0), "start_id=0"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, end_id=0), "end_id=0"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, start_id=V_TGT), "start_id=11"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, start_id=2.0), r"start_id=2\.0"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, attention_dim=True), "attention_dim=True"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, embedding_dim=None), "embedding_dim=None"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, decoder_layers="2"), "num_layers='2'"),
+        (lambda: Seq2Seq(V_SRC, 0), "target_vocabulary_size=0"),
+        (lambda: Seq2Seq("13", V_TGT), "source_vocabulary_size='13'"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, dropout=None), "dropout=None"),
+        (lambda: Seq2SeqEncoder(0, 4, 4), "vocabulary_size=0"),
+        (lambda: Seq2SeqEncoder(5, 4, 4, rnn=None), "rnn=None"),
+        (lambda: Seq2SeqDecoder(5, 4, 4, window_radius=-1), "window_radius=-1"),
+        (lambda: Seq2SeqDecoder(5, 4, 4, score_mode="bogus"), "score_mode='bogus'"),
+        (lambda: Seq2SeqDecoder(5, 4, 4, alignment=None), "alignment=None"),
+        (lambda: Seq2SeqDecoder(5, 4, 4, state_handover=1), "state_handover=1"),
+    ],
+)
+def test_bad_constructor_argument(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"length_penalty": float("nan")}, ValueError, "length_penalty=nan"),
+        ({"length_penalty": "x"}, ValueError, "length_penalty='x'"),
+        ({"max_length": None}, ValueError, "max_length=None"),
+        ({"pad_to_multiple": True}, ValueError, "pad_to_multiple=True"),
+    ],
+)
+def test_bad_translator_argument(model, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        Translator(model, **kwargs)
+
+
+def test_translator_needs_a_seq2seq():
+    with pytest.raises(TypeError, match="model=None"):
+        Translator(None)
+
+
+# ---------------------------------------------------------------- call and generate arguments
+@pytest.mark.parametrize(
+    "inputs, match",
+    [
+        ({"source_ids": SRC[..., None], "target_ids": TGT}, r"source_ids.shape=\(2, 4, 1\)"),
+        ({"source_ids": SRC, "target_ids": TGT[0]}, r"target_ids.shape=\(3,\)"),
+        ({"source_ids": SRC, "target_ids": TGT[:1]}, r"source_ids.shape=\(2, 4\).*\(1, 3\)"),
+        ({"source_ids": SRC}, r"Received keys: \['source_ids'\]"),
+        ((SRC, TGT, TGT), "Received: tuple"),
+    ],
+)
+def test_bad_model_inputs(model, inputs, match):
+    with pytest.raises(ValueError, match=match):
+        model(inputs)
+
+
+@pytest.mark.parametrize(
+    "source, kwargs, match",
+    [
+        (SRC + V_SRC, {}, r"\[0, 13\).*from 13 to 19"),
+        (SRC - 1, {}, r"\[0, 13\).*from -1"),
+        (SRC.astype("float32"), {}, "source_ids.dtype=float32"),
+        (SRC[0], {}, r"shape \(4,\)"),
+        (SRC, {"max_length": 0}, "max_length=0"),
+        (SRC, {"beam_width": "2"}, "beam_width='2'"),
+        (SRC, {"beam_width": 2, "length_penalty": float("inf")}, "length_penalty=inf"),
+    ],
+)
+def test_bad_generate_arguments(model, source, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        model.generate(source, **kwargs)
+
+
+def test_out_of_vocabulary_ids_in_traced_calls_are_the_backends_business(model):
+    # Documented: value checks need host data; a backend tensor goes to Keras' Embedding.
+    source = ops.convert_to_tensor(SRC + V_SRC)
+    if keras.backend.backend() == "jax":
+        logits = _np(model({"source_ids": source, "target_ids": TGT}))
+        assert np.isnan(logits).any()
+    else:
+        with pytest.raises(Exception, match=r"(?i)index|indices"):
+            model({"source_ids": source, "target_ids": TGT})
+
+
+# ---------------------------------------------------------------- empty and padded inputs
+def test_empty_batch(model):
+    assert tuple(model({"source_ids": SRC[:0], "target_ids": TGT[:0]}).shape) == (0, 3, V_TGT)
+    for beam_width in (1, 2):
+        result = {k: _np(v) for k, v in model.generate(SRC[:0], 4, beam_width).items()}
+        assert result["ids"].shape == (0, 4) and result["alignments"].shape == (0, 4, 4)
+        assert result["scores"].shape == (0,)
+        if beam_width > 1:
+            assert result["beam_ids"].shape == (0, 2, 4)
+    assert Translator(model, max_length=4, jit_compile=False)(SRC[:0])["ids"].shape == (0, 4)
+
+
+def test_no_source_steps_is_one_padding_step(model):
+    padding = np.zeros((2, 1), "int32")
+    logits = _np(model({"source_ids": SRC[:, :0], "target_ids": TGT}))
+    expected = _np(model({"source_ids": padding, "target_ids": TGT}))
+    np.testing.assert_array_equal(logits, expected)
+    assert np.all(np.isfinite(logits))
+    for beam_width in (1, 2):
+        empty = {k: _np(v) for k, v in model.generate(SRC[:, :0], 4, beam_width).items()}
+        padded = {k: _np(v) for k, v in model.generate(padding, 4, beam_width).items()}
+        assert empty["alignments"].shape == (2, 4, 0)
+        np.testing.assert_array_equal(empty["ids"], padded["ids"])
+
+
+def test_no_target_steps(model):
+    logits = model({"source_ids": SRC, "target_ids": TGT[:, :0]})
+    assert tuple(logits.shape) == (2, 0, V_TGT)
+
+
+def test_all_padding_source_gives_finite_outputs_and_zero_alignments(model):
+    logits = _np(model({"source_ids": np.zeros_like(SRC), "target_ids": TGT}))
+    assert np.all(np.isfinite(logits))
+    result = {k: _np(v) for k, v in model.generate(np.zeros_like(SRC), max_length=4).items()}
+    np.testing.assert_array_equal(result["alignments"], 0.0)
+    assert np.all(np.isfinite(result["scores"]))
