@@ -32,6 +32,21 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def gpu_model() -> str | None:
+    """The GPU names `nvidia-smi` lists (comma-separated), or `None` without an NVIDIA GPU."""
+    try:
+        names = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return ", ".join(n.strip() for n in names if n.strip()) or None
+
+
 # The code these benchmarks time: uncommitted changes elsewhere do not affect the figures.
 MEASURED_PATHS = ("keras_attention",)
 
