@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parent
 TENSORFLOW_ONLY_PATHS = (
     "keras_attention/text",
     "keras_attention/export",
-    "keras_attention/models/translator.py",
     "tests/text",
     "tests/export",
     # Examples built on the tf-text tokenizers, the tf.function Translator or SavedModel export.
