@@ -3,11 +3,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# What runs on JAX and PyTorch: everything but the `figures` runs; the TensorFlow-only tests are
+# What `make test` runs on JAX and PyTorch: the tests not marked slow (the slow ones, e.g. every
+# layer's jit_compile fit, run there with `make test-backends-slow`; JAX-compiled training is also
+# covered in the TensorFlow run by tests/distributed's JAX workers). TensorFlow-only tests are
 # skipped there (conftest.py), and the summary says why.
-BACKEND_TESTS := -m "not figures"
+BACKEND_TESTS := -m "not figures and not slow"
 
-.PHONY: setup test test-tensorflow test-jax test-torch test-figures test-fast demo lint format bench clean
+.PHONY: setup test test-tensorflow test-jax test-torch test-backends-slow test-figures test-fast demo lint format bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +32,10 @@ test-jax: $(STAMP)
 
 test-torch: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=torch $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
+
+test-backends-slow: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=jax $(PY) -m pytest -n 2 --dist loadfile -m "slow and not figures"
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=torch $(PY) -m pytest -n 2 --dist loadfile -m "slow and not figures"
 
 test-figures: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m figures
