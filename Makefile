@@ -59,6 +59,7 @@ bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_local.py
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_decoder.py
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_translate.py
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_backends.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
