@@ -32,13 +32,17 @@ def check_min_rank(name: str, x, rank: int) -> None:
         raise ValueError(f"`{name}` must have rank >= {rank}. Received: {name}.shape={shape}")
 
 
+def broadcasts(shape: tuple, target_shape: tuple) -> bool:
+    """Whether `shape` broadcasts to `target_shape` (right-aligned; unknown dimensions fit)."""
+    return len(shape) <= len(target_shape) and all(
+        a is None or b is None or a in (1, b) for a, b in zip(shape[::-1], target_shape[::-1])
+    )
+
+
 def check_broadcastable(name: str, x, target_name: str, target) -> None:
     """`x` broadcasts to `target` (right-aligned, known dimensions only), else a `ValueError`."""
     shape, target_shape = _shape(x), _shape(target)
-    fits = len(shape) <= len(target_shape) and all(
-        a is None or b is None or a in (1, b) for a, b in zip(shape[::-1], target_shape[::-1])
-    )
-    if not fits:
+    if not broadcasts(shape, target_shape):
         raise ValueError(
             f"`{name}` must broadcast to the shape of `{target_name}` {target_shape}. "
             f"Received: {name}.shape={shape}"

@@ -8,6 +8,8 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention.functional._checks import broadcasts
+
 _NUMERIC_DTYPES = ("int", "uint", "float", "bfloat")
 
 
@@ -89,10 +91,7 @@ def check_positions(layer: str, positions, query_shape: Any) -> None:
     shape = tuple(positions.shape)
     if len(expected) == 1 and len(shape) == 2 and shape[-1] in (1, None):
         shape = shape[:1]  # one position per single-step query, [B, 1]
-    compatible = len(shape) <= len(expected) and all(
-        a is None or b is None or a in (1, b) for a, b in zip(shape[::-1], expected[::-1])
-    )
-    if not compatible:
+    if not broadcasts(shape, expected):
         raise ValueError(
             f"Layer {layer}: `query_positions` must broadcast to the queries' {expected} "
             f"([batch, steps] or [batch]). Received: query_positions.shape={shape}"
