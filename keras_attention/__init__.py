@@ -6,7 +6,14 @@ tokenizers) and `keras_attention.export` (SavedModel export for TF Serving).
 
 from keras_attention import decoding, functional, models
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
-from keras_attention.layers import AdditiveAttention, BahdanauAttention, LuongAttention
+from keras_attention.layers import (
+    AdditiveAttention,
+    BahdanauAttention,
+    BahdanauMonotonicAttention,
+    LocationSensitiveAttention,
+    LuongAttention,
+    LuongMonotonicAttention,
+)
 
 __version__ = "0.1.0"
 
@@ -15,8 +22,11 @@ __all__ = [
     "AttentionRNN",
     "BahdanauAttention",
     "BahdanauAttentionCell",
+    "BahdanauMonotonicAttention",
+    "LocationSensitiveAttention",
     "LuongAttention",
     "LuongAttentionCell",
+    "LuongMonotonicAttention",
     "__version__",
     "decoding",
     "functional",

@@ -1,6 +1,12 @@
 """Pure `keras.ops` functions with no weights: scores, masked softmax, local windows, loops."""
 
 from keras_attention.functional.loops import time_loop
+from keras_attention.functional.monotonic import (
+    location_features,
+    monotonic_alignment,
+    monotonic_probabilities,
+    safe_cumprod,
+)
 from keras_attention.functional.scores import additive_scores, dot_scores, matmul, project
 from keras_attention.functional.softmax import masked_softmax, wide_float_dtype
 from keras_attention.functional.windows import (
@@ -20,9 +26,13 @@ __all__ = [
     "gather_positions",
     "gaussian_window",
     "last_valid_positions",
+    "location_features",
     "masked_softmax",
     "matmul",
+    "monotonic_alignment",
+    "monotonic_probabilities",
     "project",
+    "safe_cumprod",
     "time_loop",
     "valid_lengths",
     "window_positions",

@@ -1,0 +1,154 @@
+"""Location-sensitive attention (Chorowski et al., 2015; the attention of Tacotron 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention import functional as F
+from keras_attention.functional.monotonic import location_features
+from keras_attention.layers.additive_attention import AdditiveAttention
+from keras_attention.layers.base_attention import _check_int, check_flag
+from keras_attention.layers.recurrent_attention import RecurrentAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
+    """Additive attention that also sees where it attended before.
+
+    `e_i = v · tanh(s W_a + h_i U_a + f_i P)` with the location features
+    `f = F * α_{t−1}`, a 1-D convolution over the memory axis ("same" padding, no bias) of the
+    previous alignment, and with `cumulative=True` of it and the cumulative alignment
+    `Σ_{τ<t} α_τ` as two channels (Tacotron 2). `W_a` `[d_s, U]` (`query_kernel`), `U_a`
+    `[d_h, U]` (`key_kernel`), `v` `[U]` (`score_vector`), `F` `[K, C, filters]`
+    (`location_kernel`, C = 1, or 2 with `cumulative`), `P` `[filters, U]`
+    (`location_projection`). `normalize=True` and `use_scale=True` work as in
+    `AdditiveAttention` (`norm_scale`, `norm_bias`, `scale`). `α_t = softmax(e)` over the valid
+    positions (float32; padding gets exactly 0), `c_t = Σ_i α_{t,i} v_i`.
+
+    The state is `[α_{t−1}]` (and `[α_{t−1}, Σ_{τ<t} α_τ]` with `cumulative`), all zeros before
+    the first step, as in Tacotron 2. Called on queries `[B, T, d_s]` the layer runs the
+    recurrence over the T steps; in a cell the cell carries the state.
+
+    Args:
+        units: U, the hidden size of the score. Defaults to `None` (the query size).
+        filters: Number of location filters. Defaults to `32` (Tacotron 2).
+        kernel_size: K, the width of the location filters (odd keeps them centred).
+            Defaults to `31` (Tacotron 2).
+        cumulative: Also convolve the cumulative alignment. Defaults to `False`
+            (Chorowski et al.; Tacotron 2 uses `True`).
+        normalize: Use the weight-normalised score. Defaults to `False`.
+        use_scale: Learn a scalar multiplying the scores. Defaults to `False`.
+        kernel_initializer: Initializer of every kernel and of `v`. Defaults to
+            `"glorot_uniform"`.
+        kernel_regularizer: Regularizer of every kernel and of `v`. Defaults to `None`.
+        kernel_constraint: Constraint of every kernel and of `v`. Defaults to `None`.
+        **kwargs: Base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: `[B, T, d_s]` or one step `[B, d_s]`, or a list `[query, value(, key)]`.
+        value: `[B, S, d_v]`. Defaults to `None`.
+        key: `[B, S, d_h]`. Defaults to `None` (the value).
+        mask: List of masks `[query_mask, value_mask(, key_mask)]` (Keras fills it in).
+        query_mask: Boolean `[B, T]`; masked steps keep the state and give zeros.
+        value_mask: Boolean `[B, S]`; padding gets zero weight.
+        key_mask: Boolean `[B, S]`, combined with `value_mask`.
+        initial_state: The state list (one or two `[B, S]` tensors). Defaults to `None`
+            (zeros).
+        training: Unused (no dropout). Defaults to `None`.
+        return_attention_scores: Also return the weights `[B, T, S]`. Defaults to `False`.
+        return_state: Also return the final state tensors. Defaults to `False`.
+
+    Returns:
+        The context `[B, T, d_v]` (`[B, d_v]` for one step), then the weights if asked, then
+        the state tensors if asked.
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = LocationSensitiveAttention(units=8, filters=4, kernel_size=5, cumulative=True)
+    >>> context, weights, previous, cumulated = layer(
+    ...     np.ones((2, 3, 4)), np.ones((2, 7, 6)), return_attention_scores=True,
+    ...     return_state=True)
+    >>> tuple(context.shape), tuple(weights.shape), tuple(cumulated.shape)
+    ((2, 3, 6), (2, 3, 7), (2, 7))
+    >>> bool(np.allclose(np.asarray(cumulated), np.asarray(weights).sum(axis=1), atol=1e-6))
+    True
+
+    References:
+        Chorowski, Bahdanau, Serdyuk, Cho, Bengio. Attention-Based Models for Speech
+        Recognition. NIPS 2015. https://arxiv.org/abs/1506.07503
+        Shen et al. Natural TTS Synthesis by Conditioning WaveNet on Mel Spectrogram
+        Predictions (Tacotron 2). ICASSP 2018. https://arxiv.org/abs/1712.05884
+    """
+
+    def __init__(
+        self,
+        units: int | None = None,
+        filters: int = 32,
+        kernel_size: int = 31,
+        cumulative: bool = False,
+        normalize: bool = False,
+        use_scale: bool = False,
+        kernel_initializer: Any = "glorot_uniform",
+        kernel_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            units=units,
+            normalize=normalize,
+            use_scale=use_scale,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
+            **kwargs,
+        )
+        _check_int("filters", filters, 1)
+        _check_int("kernel_size", kernel_size, 1)
+        self.filters = int(filters)
+        self.kernel_size = int(kernel_size)
+        self.cumulative = check_flag("cumulative", cumulative)
+        self.state_count = 2 if self.cumulative else 1
+
+    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
+        super()._build_scoring(query_dim, key_dim)
+        units = self.units or query_dim
+        self.location_kernel = self._add_kernel(
+            "location_kernel", (self.kernel_size, self.state_count, self.filters)
+        )
+        self.location_projection = self._add_kernel("location_projection", (self.filters, units))
+
+    def initial_attention_state(self, batch_size, memory_steps) -> list:
+        zeros = ops.zeros((batch_size, memory_steps), self.compute_dtype)
+        return [zeros] * self.state_count
+
+    def attend_step(self, query, memory, states, training=None, noise=None):
+        keys, value, mask = memory
+        dtype = keys.dtype
+        previous = ops.stack([ops.cast(s, dtype) for s in states], axis=-1)  # [B, S, C]
+        kernel = ops.cast(self.location_kernel, dtype)
+        location = F.project(
+            location_features(previous, kernel), ops.cast(self.location_projection, dtype)
+        )
+        features = self._project_query(ops.expand_dims(query, 1))
+        scores = self._scale(self._score(features, keys + location))[:, 0]
+        weights = F.masked_softmax(scores, mask)
+        new_states = [weights]
+        if self.cumulative:
+            new_states.append(ops.cast(states[1], weights.dtype) + weights)
+        return self._context(weights, value), weights, new_states
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("dropout", None)
+        config.update(
+            {
+                "filters": self.filters,
+                "kernel_size": self.kernel_size,
+                "cumulative": self.cumulative,
+            }
+        )
+        return config

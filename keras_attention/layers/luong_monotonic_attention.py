@@ -1,0 +1,86 @@
+"""Monotonic attention with the Luong "general" score (Raffel et al., 2017)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+from keras_attention.layers._monotonic import MonotonicAttention
+from keras_attention.layers.luong_attention import LuongAttention
+
+_NOT_OPTIONS = (
+    "score_mode",
+    "alignment",
+    "window_radius",
+    "units",
+    "attention_units",
+    "attention_activation",
+    "dropout",
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
+    """Monotonic attention with a multiplicative energy: tfa's `LuongMonotonicAttention`.
+
+    Energies `e_i = g · s · (h_i W_g) + r` with `W_g` `[d_h, d_s]` (`score_kernel`, tfa's
+    `memory_layer`), `g` the learned scalar `scale` when `use_scale=True` (tfa's `scale=True`,
+    initially 1) and `r` the learned scalar `score_bias`. Then, as in
+    `BahdanauMonotonicAttention`: `p_i = sigmoid(e_i + σ ε_i)` (noise in training only;
+    `[e_i + σ ε_i > 0]` in `"hard"` mode), zero on padding,
+    `q_i = (1 − p_{i−1}) q_{i−1} + α_{t−1,i}`, `α_{t,i} = p_i q_i`, `α_0 = one_hot(0)`,
+    `c_t = Σ_i α_{t,i} v_i`.
+
+    Args:
+        use_scale: Learn the scalar `g`. Defaults to `False`.
+        sigmoid_noise: σ, the standard deviation of the pre-sigmoid noise (training only).
+            Defaults to `0.0`.
+        score_bias_init: Initial value of `r`. Defaults to `0.0`.
+        mode: `"parallel"`, `"recursive"` or `"hard"`. Defaults to `"parallel"`.
+        seed: Seed of the noise. Defaults to `None`.
+        kernel_initializer: Initializer of `W_g`. Defaults to `"glorot_uniform"`.
+        kernel_regularizer: Regularizer of `W_g`. Defaults to `None`.
+        kernel_constraint: Constraint of `W_g`. Defaults to `None`.
+        **kwargs: Base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments and returns: as `BahdanauMonotonicAttention`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = LuongMonotonicAttention(mode="hard")
+    >>> weights = layer(np.ones((2, 4)), np.ones((2, 5, 6)), return_attention_scores=True)[1]
+    >>> np.asarray(weights).sum(axis=-1).tolist()  # hard: one-hot (or zero) rows
+    [1.0, 1.0]
+
+    References:
+        Raffel, Luong, Liu, Weiss, Eck. Online and Linear-Time Attention by Enforcing Monotonic
+        Alignments. ICML 2017. https://arxiv.org/abs/1704.00784
+    """
+
+    def __init__(
+        self,
+        use_scale: bool = False,
+        sigmoid_noise: float = 0.0,
+        score_bias_init: float = 0.0,
+        mode: str = "parallel",
+        seed: int | None = None,
+        kernel_initializer: Any = "glorot_uniform",
+        kernel_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            score_mode="general",
+            use_scale=use_scale,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
+            **kwargs,
+        )
+        self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
+
+    def get_config(self) -> dict:
+        return self._monotonic_config(super().get_config(), drop=_NOT_OPTIONS)
