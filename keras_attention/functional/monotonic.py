@@ -96,7 +96,8 @@ def monotonic_alignment(p_choose, previous, mode: str = "parallel"):
     """
     if mode not in MONOTONIC_MODES:
         raise ValueError(
-            f"`mode` must be one of {', '.join(map(repr, MONOTONIC_MODES))}. Received: mode={mode!r}"
+            f"`mode` must be one of {', '.join(map(repr, MONOTONIC_MODES))}. "
+            f"Received: mode={mode!r}"
         )
     p_choose, previous = ops.convert_to_tensor(p_choose), ops.convert_to_tensor(previous)
     dtype = wide_float_dtype(p_choose.dtype)
