@@ -2,7 +2,7 @@
 
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.scores import additive_scores, dot_scores, matmul, project
-from keras_attention.functional.softmax import masked_softmax, wide_float_dtype
+from keras_attention.functional.softmax import masked_hardmax, masked_softmax, wide_float_dtype
 from keras_attention.functional.windows import (
     expand_window_weights,
     gather_positions,
@@ -20,6 +20,7 @@ __all__ = [
     "gather_positions",
     "gaussian_window",
     "last_valid_positions",
+    "masked_hardmax",
     "masked_softmax",
     "matmul",
     "project",
