@@ -82,6 +82,28 @@ def masked_softmax(scores, mask):
     return flat_out.reshape(scores.shape)
 
 
+def masked_hardmax(scores, mask):
+    """tfa's ``hardmax`` over the valid positions of the last axis: weight 1 on the first
+    highest valid score, 0 elsewhere; a row with no valid position is all zeros."""
+    scores = _f64(scores)
+    if mask is None:
+        mask = np.ones(scores.shape, dtype=bool)
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape)
+    out = np.zeros_like(scores)
+    flat_scores = scores.reshape(-1, scores.shape[-1])
+    flat_mask = mask.reshape(-1, scores.shape[-1])
+    flat_out = out.reshape(-1, scores.shape[-1])
+    for r in range(flat_scores.shape[0]):
+        valid = np.flatnonzero(flat_mask[r])
+        if valid.size:
+            best = valid[0]
+            for i in valid:  # strictly greater: ties stay with the first position
+                if flat_scores[r, i] > flat_scores[r, best]:
+                    best = i
+            flat_out[r, best] = 1.0
+    return flat_out.reshape(scores.shape)
+
+
 def score_pair(s, h, mode, weights, normalize=False, use_scale=False):
     """The score ``e(s, h)`` of one query vector ``s [d_s]`` and one key vector ``h [d_k]``."""
     s = _f64(s)
@@ -167,6 +189,7 @@ def attention(
     use_causal_mask=False,
     attention_units=False,
     attention_activation="tanh",
+    probability_fn="softmax",
 ):
     """Attention of DESIGN.md §2 for a batch of queries over a batch of memories.
 
@@ -185,6 +208,8 @@ def attention(
         use_causal_mask: only memory positions ``i <= query_position_t`` are usable.
         attention_units: truthy to return the attentional output ``h~`` instead of the context.
         attention_activation: ``"tanh"`` or ``None``/``"linear"`` (identity).
+        probability_fn: ``"softmax"`` or ``"hardmax"`` (tfa's one-hot on the highest score;
+            global and local_monotonic only).
 
     Returns:
         ``(output, alignment_weights)``: output ``[B, T, d_out]`` (``d_v``, or ``units`` when
@@ -217,6 +242,11 @@ def attention(
         # sigma = D / 2 would be 0 and the Gaussian undefined.
         raise ValueError(f"local_predictive needs window_radius >= 1, got {window_radius!r}")
 
+    if probability_fn not in ("softmax", "hardmax"):
+        raise ValueError(f"probability_fn must be 'softmax' or 'hardmax', got {probability_fn!r}")
+    if probability_fn == "hardmax" and alignment == "local_predictive":
+        raise ValueError("hardmax is not defined for local_predictive")
+    normalizer = masked_hardmax if probability_fn == "hardmax" else masked_softmax
     e = scores(query, key, mode, weights, normalize=normalize, use_scale=use_scale)
     alpha = np.zeros((n_b, n_t, n_s))
     context = np.zeros((n_b, n_t, value.shape[2]))
@@ -231,7 +261,7 @@ def attention(
                 usable &= np.arange(n_s) <= pos_t
 
             if alignment == "global":
-                alpha[b, t] = masked_softmax(e[b, t], usable)
+                alpha[b, t] = normalizer(e[b, t], usable)
             else:
                 if alignment == "local_monotonic":
                     p_t = float(np.clip(pos_t, 0, valid_length - 1)) if valid_length else 0.0
@@ -242,7 +272,7 @@ def attention(
                 for i in range(centre - d, centre + d + 1):
                     if 0 <= i < n_s and usable[i]:
                         in_window[i] = True
-                a = masked_softmax(e[b, t], in_window)
+                a = normalizer(e[b, t], in_window)
                 if alignment == "local_predictive":
                     sigma = d / 2.0
                     for i in range(n_s):

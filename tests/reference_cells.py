@@ -146,11 +146,18 @@ def luong_decoder(
     activation="tanh",
     target_mask=None,
     initial_state=None,
+    output_attention=True,
 ):
     """Luong et al. (2015) attentional decoder, teacher-forced over ``y``.
 
     ``x_t = [y_{t-1}; h̃_{t-1}]`` (input feeding, ``h̃_0 = 0``) or ``y_{t-1}``;
-    ``s_t = cell(x_t, s_{t-1})``; ``c_t = attention(s_t)``; ``h̃_t = act([s_t; c_t] W_c)``.
+    ``s_t = cell(x_t, s_{t-1})``; ``c_t = attention(s_t)``; ``h̃_t = act([s_t; c_t] W_c)``;
+    the output is ``h̃_t`` (or ``s_t`` when not ``output_attention``).
+
+    Several attentions (``attention`` a list of keyword dicts, ``attention_kernel`` a list of
+    kernels): every ``c^k_t`` from ``s_t``, ``h̃_t = [act([s_t; c^1_t] W_c^1); …]``, and the
+    reported alignment is the mean of the attentions' alignments. ``attention_kernel=None``: no
+    attention layer, ``h̃_t = [c^1_t; …]`` (tfa's ``attention_layer_size=None``).
 
     Args:
         y: ``[B, T, d_y]``.
@@ -160,52 +167,71 @@ def luong_decoder(
         cell_weights: dict ``kernel``, ``recurrent_kernel``, ``bias`` of the wrapped cell (a list
             of them for a stacked cell).
         attention: keyword arguments of :func:`tests.reference.attention` (``mode``, ``weights``,
-            ``alignment``, ``window_radius``, ...), without ``attention_units``.
-        attention_kernel: ``W_c`` ``[d_s + d_h, units]``.
+            ``alignment``, ``window_radius``, ...), without ``attention_units``; or a list.
+        attention_kernel: ``W_c`` ``[d_s + d_h, units]``, a list of them, or ``None``.
         input_feeding: feed ``h̃_{t-1}`` into step ``t``.
         activation: ``"tanh"`` or ``None`` (identity).
         target_mask: bool ``[B, T]`` or ``None``.
         initial_state: the wrapped cell's states (then ``h̃_0 = 0``), or those followed by
             ``h̃_0`` (input feeding only), or ``None`` for zeros.
+        output_attention: output ``h̃_t`` (else ``s_t``).
 
     Returns:
-        ``(outputs [B, T, units], alignments [B, T, S], final_states)``; ``final_states`` is the
+        ``(outputs [B, T, d_out], alignments [B, T, S], final_states)``; ``final_states`` is the
         cell's states, then ``h̃`` when ``input_feeding``.
     """
     y = _f64(y)
     memory = _f64(memory)
-    w_c = _f64(attention_kernel)
+    attentions = attention if isinstance(attention, (list, tuple)) else [attention]
+    if attention_kernel is None:
+        kernels = None
+        size = len(attentions) * memory.shape[2]
+    else:
+        kernels = (
+            attention_kernel if isinstance(attention_kernel, (list, tuple)) else [attention_kernel]
+        )
+        kernels = [_f64(k) for k in kernels]
+        if len(kernels) != len(attentions):
+            raise ValueError("one attention_kernel per attention")
+        size = sum(k.shape[1] for k in kernels)
     n_b, n_t, _ = y.shape
     if target_mask is None:
         target_mask = np.ones((n_b, n_t), dtype=bool)
     target_mask = np.asarray(target_mask, dtype=bool)
-    feed = np.zeros((n_b, w_c.shape[1]))  # h̃_{t-1}
+    feed = np.zeros((n_b, size))  # h̃_{t-1}
     if initial_state is not None and len(initial_state) == cell_fn.num_states + 1:
         if not input_feeding:
             raise ValueError("a full initial state with h̃_0 needs input_feeding=True")
         *initial_state, feed = initial_state
         feed = _f64(feed).copy()
     states = _initial_states(cell_fn, cell_weights, n_b, initial_state)
-    outputs = np.zeros((n_b, n_t, w_c.shape[1]))
-    alignments = np.zeros((n_b, n_t, memory.shape[1]))
+    outputs, alignments = [], np.zeros((n_b, n_t, memory.shape[1]))
     for t in range(n_t):
         valid = target_mask[:, t]
         x = np.concatenate([y[:, t], feed], axis=-1) if input_feeding else y[:, t]
         s, new_states = cell_fn(x, states, cell_weights)
-        context, alpha = _attend(s, memory, memory_mask, t, attention)
-        pre = np.concatenate([s, context], axis=-1) @ w_c
-        if activation == "tanh":
-            out = np.tanh(pre)
-        elif activation is None or activation == "linear":
-            out = pre
-        else:
-            raise ValueError(f"activation must be 'tanh' or None, got {activation!r}")
+        parts, alphas = [], []
+        for k, kwargs in enumerate(attentions):
+            context, alpha = _attend(s, memory, memory_mask, t, kwargs)
+            alphas.append(alpha)
+            if kernels is None:
+                parts.append(context)
+                continue
+            pre = np.concatenate([s, context], axis=-1) @ kernels[k]
+            if activation == "tanh":
+                parts.append(np.tanh(pre))
+            elif activation is None or activation == "linear":
+                parts.append(pre)
+            else:
+                raise ValueError(f"activation must be 'tanh' or None, got {activation!r}")
+        out = np.concatenate(parts, axis=-1)
+        emitted = out if output_attention else s
         states = [_keep(valid, n, o) for n, o in zip(new_states, states)]
         feed = _keep(valid, out, feed)
-        outputs[:, t] = np.where(valid[:, None], out, 0.0)
-        alignments[:, t] = np.where(valid[:, None], alpha, 0.0)
+        outputs.append(np.where(valid[:, None], emitted, 0.0))
+        alignments[:, t] = np.where(valid[:, None], np.mean(alphas, axis=0), 0.0)
     final = states + ([feed] if input_feeding else [])
-    return outputs, alignments, final
+    return np.stack(outputs, axis=1), alignments, final
 
 
 def bahdanau_decoder(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 from keras import ops
 
@@ -39,6 +41,14 @@ class BahdanauAttentionCell(BaseAttentionCell):
         Bahdanau, Cho, Bengio. Neural Machine Translation by Jointly Learning to Align and
         Translate. ICLR 2015, appendix A.
     """
+
+    def __init__(self, cell: Any, attention: Any, **kwargs: Any) -> None:
+        if isinstance(attention, (list, tuple)):
+            raise ValueError(
+                "BahdanauAttentionCell takes one attention layer (LuongAttentionCell takes a "
+                f"list). Received: attention={attention!r}"
+            )
+        super().__init__(cell, attention, **kwargs)
 
     @property
     def output_size(self) -> int:

@@ -29,19 +29,34 @@ class BaseAttentionCell(keras.layers.Layer):
                 "`cell` must be a Keras RNN cell: a layer with `state_size`, such as "
                 f"keras.layers.LSTMCell or GRUCell. Received: cell={cell!r}"
             )
-        if not isinstance(attention, BaseAttention):
-            raise TypeError(
-                "`attention` must be a keras_attention AdditiveAttention or LuongAttention "
+        layers = list(attention) if isinstance(attention, (list, tuple)) else [attention]
+        if not layers:
+            raise ValueError(
+                "`attention` must be an attention layer or a non-empty list of them. "
+                f"Received: attention={attention!r}"
+            )
+        for i, layer in enumerate(layers):
+            name = "attention" if not isinstance(attention, (list, tuple)) else f"attention[{i}]"
+            if not isinstance(layer, BaseAttention):
+                raise TypeError(
+                    f"`{name}` must be a keras_attention AdditiveAttention or LuongAttention "
+                    f"layer. Received: {name}={layer!r}"
+                )
+            if layer.attention_units:
+                raise ValueError(
+                    f"{type(self).__name__} computes the attentional output itself; give the "
+                    f"attention layer no `attention_units`. Received: "
+                    f"{name}.attention_units={layer.attention_units}"
+                )
+        if len(set(map(id, layers))) != len(layers):
+            raise ValueError(
+                "`attention` lists the same layer more than once; give each entry its own "
                 f"layer. Received: attention={attention!r}"
             )
-        if attention.attention_units:
-            raise ValueError(
-                f"{type(self).__name__} computes the attentional output itself; give the "
-                "attention layer no `attention_units`. Received: "
-                f"attention.attention_units={attention.attention_units}"
-            )
         self.cell = cell
-        self.attention = attention
+        # A list stays a list (also in the config): several attention layers over one memory.
+        self.attention = list(attention) if isinstance(attention, (list, tuple)) else attention
+        self._memory_dim = None  # d_h, known once the cell is built or a memory prepared
         template = cell.state_size
         self._state_template = list(template) if isinstance(template, (list, tuple)) else [template]
         self._cell_state_sizes = [int(s) for s in keras.tree.flatten(self._state_template)]
@@ -50,6 +65,11 @@ class BaseAttentionCell(keras.layers.Layer):
         self._hidden_index = (
             len(self._cell_state_sizes) - len(keras.tree.flatten(last)) if last is not None else 0
         )
+
+    @property
+    def attentions(self) -> list:
+        """The attention layers as a list (one entry unless `attention` was a list)."""
+        return list(self.attention) if isinstance(self.attention, list) else [self.attention]
 
     # ---------------------------------------------------------------- state layout
     @property
@@ -102,10 +122,15 @@ class BaseAttentionCell(keras.layers.Layer):
     def _cell_input_dim(self, inputs_dim: int, memory_dim: int) -> int:
         raise NotImplementedError
 
+    def _build_attentions(self, memory_shape) -> None:
+        self._memory_dim = None if memory_shape[-1] is None else int(memory_shape[-1])
+        for layer in self.attentions:
+            if not layer.built:
+                layer.build((None, self._query_dim()), tuple(memory_shape))
+
     def build(self, inputs_shape, memory_shape) -> None:
         check_rank(self.name, "memory", memory_shape, (3,))
-        if not self.attention.built:
-            self.attention.build((None, self._query_dim()), tuple(memory_shape))
+        self._build_attentions(memory_shape)
         if not self.cell.built:
             self.cell.build((None, self._cell_input_dim(inputs_shape[-1], memory_shape[-1])))
         self._build_own(inputs_shape, memory_shape)
@@ -121,15 +146,15 @@ class BaseAttentionCell(keras.layers.Layer):
             memory: Encoder outputs `[B, S, d_h]`.
             mask: Optional boolean `[B, S]`. Defaults to `None`.
         """
-        if not self.attention.built:
-            self.attention.build((None, self._query_dim()), tuple(memory.shape))
+        self._build_attentions(tuple(memory.shape))
         feed_kernel = None
         if self.built and self._fused_lstm():
             # Rows of the LSTM kernel that see the fed-back vector, sliced once per sequence:
             # sliced inside the loop, every step's gradient would be a full-kernel tensor.
             extra = self._cell_input_dim(0, memory.shape[-1])
             feed_kernel = self.cell.kernel[self.cell.kernel.shape[0] - extra :]
-        return (self.attention.prepare_memory(memory, None, mask), feed_kernel)
+        prepared = tuple(layer.prepare_memory(memory, None, mask) for layer in self.attentions)
+        return (prepared, feed_kernel)
 
     def _fused_lstm(self) -> bool:
         """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
@@ -178,13 +203,33 @@ class BaseAttentionCell(keras.layers.Layer):
         states = [ops.cast(s, self.compute_dtype) for s in keras.tree.flatten(new_states)]
         return ops.cast(output, self.compute_dtype), states
 
-    def _attend(self, query, memory, position, training):
-        """Attention for one query step `[B, d_s]`: `(context [B, d_v], alignment [B, S])`."""
+    def _attend_each(self, query, memory, position, training):
+        """Each attention layer for one query step `[B, d_s]`: a list of
+        `(context [B, d_v], alignment [B, S])`, in the order of `attentions`."""
         positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
-        context, weights = self.attention.attend(
-            ops.expand_dims(query, 1), memory[0], query_positions=positions, training=training
-        )
-        return context[:, 0], weights[:, 0]
+        results = []
+        for layer, prepared in zip(self.attentions, memory[0]):
+            context, weights = layer.attend(
+                ops.expand_dims(query, 1), prepared, query_positions=positions, training=training
+            )
+            results.append((context[:, 0], weights[:, 0]))
+        return results
+
+    @staticmethod
+    def _combine_alignments(alignments):
+        """The alignment a step reports: the only one, or the mean over several attentions
+        (still a distribution over the memory, `[B, S]`, what the searches and plots expect)."""
+        if len(alignments) == 1:
+            return alignments[0]
+        return ops.mean(ops.stack(alignments, axis=0), axis=0)
+
+    def _attend(self, query, memory, position, training):
+        """Attention for one query step `[B, d_s]`: `(context [B, n d_v], alignment [B, S])`,
+        the contexts of several attentions concatenated, their alignments averaged."""
+        results = self._attend_each(query, memory, position, training)
+        contexts = [context for context, _ in results]
+        context = contexts[0] if len(contexts) == 1 else ops.concatenate(contexts, axis=-1)
+        return context, self._combine_alignments([alignment for _, alignment in results])
 
     def step(self, inputs, states, memory, position=None, training=None):
         """One decoder step.
@@ -204,7 +249,7 @@ class BaseAttentionCell(keras.layers.Layer):
             `(output [B, output_size], new_states, alignment [B, S])`.
         """
         if not self.built:
-            self.build(tuple(inputs.shape), tuple(memory[0][1].shape))
+            self.build(tuple(inputs.shape), tuple(memory[0][0][1].shape))
         return self.step_projected(self.project_inputs(inputs), states, memory, position, training)
 
     def step_projected(self, inputs, states, memory, position=None, training=None):
@@ -216,7 +261,9 @@ class BaseAttentionCell(keras.layers.Layer):
         config.update(
             {
                 "cell": keras.saving.serialize_keras_object(self.cell),
-                "attention": keras.saving.serialize_keras_object(self.attention),
+                "attention": [keras.saving.serialize_keras_object(a) for a in self.attention]
+                if isinstance(self.attention, list)
+                else keras.saving.serialize_keras_object(self.attention),
             }
         )
         return config
@@ -225,5 +272,9 @@ class BaseAttentionCell(keras.layers.Layer):
     def from_config(cls, config: dict):
         config = copy.deepcopy(config)  # deserializers may pop keys (StackedRNNCells does)
         config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
-        config["attention"] = keras.saving.deserialize_keras_object(config["attention"])
+        attention = config["attention"]
+        if isinstance(attention, list):
+            config["attention"] = [keras.saving.deserialize_keras_object(a) for a in attention]
+        else:
+            config["attention"] = keras.saving.deserialize_keras_object(attention)
         return cls(**config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import keras
@@ -12,6 +13,31 @@ from keras_attention.functional.scores import matmul
 from keras_attention.layers.base_attention import check_flag, get_identifier
 
 
+def _check_units(units: Any, count: int) -> Any:
+    """`units`: None, a positive int (one attention), or one positive int per attention."""
+
+    def positive(value: Any) -> bool:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+    if units is None:
+        return None
+    if isinstance(units, (list, tuple)):
+        if len(units) != count or not all(positive(u) for u in units):
+            raise ValueError(
+                f"`units` as a list must hold one positive integer per attention layer "
+                f"({count}). Received: units={units!r}"
+            )
+        return [int(u) for u in units]
+    if not positive(units):
+        raise ValueError(f"`units` must be a positive integer or None. Received: units={units!r}")
+    if count > 1:
+        raise ValueError(
+            f"With {count} attention layers `units` must be a list of {count} sizes (one "
+            f"`W_c` each) or None. Received: units={units!r}"
+        )
+    return int(units)
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class LuongAttentionCell(BaseAttentionCell):
     """One step of Luong's attentional decoder (attention *after* the recurrent step).
@@ -19,29 +45,58 @@ class LuongAttentionCell(BaseAttentionCell):
     - `s_t = cell(x_t, s_{t-1})` with `x_t = [y_{t-1}; h̃_{t-1}]` (input feeding, `h̃_0 = 0`) or
       `x_t = y_{t-1}` without;
     - `c_t` = attention from `s_t` over the memory;
-    - output `h̃_t = act(W_c [s_t; c_t])`, `W_c` `[d_s + d_h, units]` (`attention_kernel`).
+    - the attentional vector `h̃_t = act(W_c [s_t; c_t])`, `W_c` `[d_s + d_h, units]`
+      (`attention_kernel`), or with `attention_layer=False` the context itself, `h̃_t = c_t`;
+    - output `h̃_t`, or with `output_attention=False` the cell output `s_t` (`h̃_t` is still
+      fed to the next step).
+
+    Several attention layers `attention=[a_1, …, a_n]` all attend from `s_t` over the same
+    memory, each with its own `W_c^k` (`attention_kernel_0`, `attention_kernel_1`, …, sizes
+    `units=[n_1, …, n_n]`): `h̃_t = [act(W_c^1 [s_t; c^1_t]); …; act(W_c^n [s_t; c^n_t])]`, or
+    `[c^1_t; …; c^n_t]` without attention layer. The alignment the step returns is then the
+    mean of the n alignments (a distribution over the memory, `[B, S]`, so that `AttentionRNN`,
+    the searches and the plots work unchanged).
+
+    These are the options of TensorFlow Addons' `AttentionWrapper`: `attention_layer_size` int /
+    list ↔ `units`, `attention_layer_size=None` ↔ `attention_layer=False`, `output_attention`,
+    a list of mechanisms ↔ a list of layers; its `attention_layer` has no activation
+    (`attention_activation=None`) and it always feeds the attention (`input_feeding=True`).
+    See docs/migrating-from-tfa.md.
 
     State layout (flat list): the wrapped cell's states (`[h, c]` for `LSTMCell`), then `h̃_{t-1}`
-    `[B, units]` when `input_feeding=True`.
+    `[B, attention_size]` when `input_feeding=True`.
 
     Args:
         cell: A Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, `StackedRNNCells`, ...).
-        attention: A `LuongAttention` or `AdditiveAttention` layer without `attention_units`;
-            any score mode and alignment (local_monotonic uses the step index as `p_t`).
-        units: Size of `h̃`. Defaults to `None` (the wrapped cell's output size).
+        attention: A `LuongAttention` or `AdditiveAttention` layer without `attention_units`
+            (any score mode and alignment; local_monotonic uses the step index as `p_t`), or a
+            list of them.
+        units: Size of `h̃`: an int (one attention layer) or a list with one size per
+            attention layer. Not with `attention_layer=False`. Defaults to `None` (the wrapped
+            cell's output size, for each attention layer).
         input_feeding: Feed `h̃_{t-1}` to the next step. Defaults to `True`.
         attention_activation: Activation of `h̃`; `None` reproduces tfa's `AttentionWrapper`
-            (no activation), for migrating trained weights. Defaults to `"tanh"`.
+            (no activation), for migrating trained weights. Unused without attention layer.
+            Defaults to `"tanh"`.
         kernel_initializer: Initializer of `W_c`. Defaults to `"glorot_uniform"`.
+        attention_layer: Whether `h̃` is `act(W_c [s; c])` (`True`) or the context `c` itself.
+            Defaults to `True`.
+        output_attention: Whether the cell outputs `h̃_t` (`True`) or `s_t`; needs
+            `input_feeding=True` when `False` (the attention would reach nothing).
+            Defaults to `True`.
         **kwargs: Base layer arguments.
 
     Example:
 
     >>> import numpy as np, keras
-    >>> from keras_attention import AttentionRNN, LuongAttention
+    >>> from keras_attention import AdditiveAttention, AttentionRNN, LuongAttention
     >>> cell = LuongAttentionCell(keras.layers.LSTMCell(16), LuongAttention("general"))
     >>> outputs = AttentionRNN(cell)(np.ones((2, 5, 8)), np.ones((2, 7, 12)))
     >>> tuple(outputs.shape)
+    (2, 5, 16)
+    >>> two = LuongAttentionCell(keras.layers.LSTMCell(16),
+    ...     [LuongAttention("general"), AdditiveAttention(units=4)], units=[6, 10])
+    >>> tuple(AttentionRNN(two)(np.ones((2, 5, 8)), np.ones((2, 7, 12))).shape)
     (2, 5, 16)
 
     References:
@@ -53,21 +108,30 @@ class LuongAttentionCell(BaseAttentionCell):
         self,
         cell: Any,
         attention: Any,
-        units: int | None = None,
+        units: int | list[int] | None = None,
         input_feeding: bool = True,
         attention_activation: str | None = "tanh",
         kernel_initializer: Any = "glorot_uniform",
+        attention_layer: bool = True,
+        output_attention: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(cell, attention, **kwargs)
-        if units is not None and (
-            isinstance(units, bool) or not isinstance(units, int) or units < 1
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer or None. Received: units={units!r}"
-            )
-        self.units = units
+        self.units = _check_units(units, len(self.attentions))
         self.input_feeding = check_flag("input_feeding", input_feeding)
+        self.attention_layer = check_flag("attention_layer", attention_layer)
+        self.output_attention = check_flag("output_attention", output_attention)
+        if not self.attention_layer and self.units is not None:
+            raise ValueError(
+                "Without attention layer (attention_layer=False) h̃ is the context, whose "
+                f"size is the memory's: give no `units`. Received: units={units!r}"
+            )
+        if not self.output_attention and not self.input_feeding:
+            raise ValueError(
+                "output_attention=False outputs s_t, so the attention only reaches the next "
+                "step through input feeding: it needs input_feeding=True. Received: "
+                "output_attention=False, input_feeding=False"
+            )
         self.attention_activation = get_identifier(
             keras.activations.get, "attention_activation", attention_activation
         )
@@ -75,38 +139,87 @@ class LuongAttentionCell(BaseAttentionCell):
             keras.initializers.get, "kernel_initializer", kernel_initializer
         )
 
+    # ---------------------------------------------------------------- sizes
+    def _layer_sizes(self) -> list:
+        """The output size of each `W_c`."""
+        if isinstance(self.units, list):
+            return list(self.units)
+        return [self.units or self.cell_output_size] * len(self.attentions)
+
+    @property
+    def attention_size(self) -> int:
+        """Size of `h̃` (what input feeding feeds): the sum of `units`, or without attention
+        layer the number of attention layers times the memory size."""
+        if self.attention_layer:
+            return sum(self._layer_sizes())
+        if self._memory_dim is None:
+            raise ValueError(
+                f"{self.name}: with attention_layer=False the size of h̃ is the memory's, "
+                "unknown until the cell is built or a memory prepared (`prepare_memory`). "
+                "Received: an unbuilt cell"
+            )
+        return len(self.attentions) * self._memory_dim
+
     @property
     def output_size(self) -> int:
-        return self.units or self.cell_output_size
+        return self.attention_size if self.output_attention else self.cell_output_size
 
     def _extra_state_sizes(self) -> list:
-        return [self.output_size] if self.input_feeding else []
+        return [self.attention_size] if self.input_feeding else []
 
     def _query_dim(self) -> int:
         return self.cell_output_size
 
     def _cell_input_dim(self, inputs_dim: int, memory_dim: int) -> int:
-        return inputs_dim + (self.output_size if self.input_feeding else 0)
+        return inputs_dim + (self.attention_size if self.input_feeding else 0)
 
     def _build_own(self, inputs_shape, memory_shape) -> None:
-        self.attention_kernel = self.add_weight(
-            name="attention_kernel",
-            shape=(self.cell_output_size + memory_shape[-1], self.output_size),
-            initializer=self.kernel_initializer,
-        )
+        if not self.attention_layer:
+            return
+        rows = self.cell_output_size + memory_shape[-1]
+        sizes = self._layer_sizes()
+        if len(sizes) == 1:  # the name of a single kernel is that of checkpoints before lists
+            self.attention_kernel = self.add_weight(
+                name="attention_kernel", shape=(rows, sizes[0]), initializer=self.kernel_initializer
+            )
+        else:
+            self.attention_kernels = [
+                self.add_weight(
+                    name=f"attention_kernel_{i}",
+                    shape=(rows, size),
+                    initializer=self.kernel_initializer,
+                )
+                for i, size in enumerate(sizes)
+            ]
 
+    def _kernels(self) -> list:
+        """The `W_c` of each attention layer, in order."""
+        if len(self.attentions) == 1:
+            return [self.attention_kernel]
+        return list(self.attention_kernels)
+
+    # ---------------------------------------------------------------- stepping
     def step_projected(self, inputs, states, memory, position=None, training=None):
         n = len(self._cell_state_sizes)
         feed = states[n] if self.input_feeding else None
         hidden, new_states = self._cell_step(inputs, feed, states[:n], memory, training)
-        context, alignment = self._attend(hidden, memory, position, training)
-        output = matmul(ops.concatenate([hidden, context], axis=-1), self.attention_kernel)
-        if self.attention_activation is not None:
-            output = self.attention_activation(output)
-        output = ops.cast(output, self.compute_dtype)  # float64 tanh is float32 on JAX/PyTorch
+        results = self._attend_each(hidden, memory, position, training)
+        if self.attention_layer:
+            parts = [
+                matmul(ops.concatenate([hidden, context], axis=-1), kernel)
+                for (context, _), kernel in zip(results, self._kernels())
+            ]
+        else:
+            parts = [context for context, _ in results]
+        attentional = parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
+        if self.attention_layer and self.attention_activation is not None:
+            attentional = self.attention_activation(attentional)
+        # float64 tanh is float32 on JAX/PyTorch; contexts come in the memory's dtype.
+        attentional = ops.cast(attentional, self.compute_dtype)
         if self.input_feeding:
-            new_states = new_states + [output]
-        return output, new_states, alignment
+            new_states = new_states + [attentional]
+        output = attentional if self.output_attention else hidden
+        return output, new_states, self._combine_alignments([a for _, a in results])
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -118,6 +231,8 @@ class LuongAttentionCell(BaseAttentionCell):
                 if self.attention_activation is None
                 else keras.activations.serialize(self.attention_activation),
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "attention_layer": self.attention_layer,
+                "output_attention": self.output_attention,
             }
         )
         return config

@@ -8,7 +8,7 @@ from keras_attention.functional.monotonic import (
     safe_cumprod,
 )
 from keras_attention.functional.scores import additive_scores, dot_scores, matmul, project
-from keras_attention.functional.softmax import masked_softmax, wide_float_dtype
+from keras_attention.functional.softmax import masked_hardmax, masked_softmax, wide_float_dtype
 from keras_attention.functional.windows import (
     expand_window_weights,
     gather_positions,
@@ -27,6 +27,7 @@ __all__ = [
     "gaussian_window",
     "last_valid_positions",
     "location_features",
+    "masked_hardmax",
     "masked_softmax",
     "matmul",
     "monotonic_alignment",

@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_attention.functional._checks import check_broadcastable
 
-__all__ = ["masked_softmax", "wide_float_dtype"]
+__all__ = ["masked_hardmax", "masked_softmax", "wide_float_dtype"]
 
 
 def _mask_value(dtype: str) -> float:
@@ -68,3 +68,47 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     if mask is None:
         return weights
     return weights * ops.cast(mask, weights.dtype)
+
+
+def masked_hardmax(scores, mask=None, axis: int = -1):
+    """One-hot weights on the highest score among the positions where `mask` is true.
+
+    TensorFlow Addons' `hardmax` probability function (`one_hot(argmax(scores))`), restricted to
+    the valid positions: ties go to the first (lowest) position, masked positions get exactly
+    zero weight, and a row with no valid position gets all-zero weights (tfa would put its one
+    on position 0, padding). The weights have no gradient with respect to the scores.
+
+    Args:
+        scores: Tensor of logits.
+        mask: Optional boolean tensor broadcastable to `scores`; `True` marks valid positions.
+            Defaults to `None` (every position valid).
+        axis: The axis to take the argmax over. Defaults to `-1`.
+
+    Returns:
+        float32 (float64 for float64 scores) tensor of the shape of `scores`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> w = masked_hardmax(np.array([[1.0, 3.0, 5.0]]), np.array([[True, True, False]]))
+    >>> np.asarray(w).tolist()
+    [[0.0, 1.0, 0.0]]
+    """
+    scores = ops.convert_to_tensor(scores)
+    dtype = wide_float_dtype(scores.dtype)
+    scores = ops.cast(scores, dtype)
+    if mask is not None:
+        check_broadcastable("mask", mask, "scores", scores)
+        mask = ops.cast(mask, "bool")
+        scores = ops.where(mask, scores, ops.convert_to_tensor(_mask_value(dtype), dtype))
+    # `stop_gradient`: argmax has no gradient on TensorFlow, and a zero one elsewhere.
+    # Compared with a range rather than `one_hot`: the length may be dynamic (symbolic models).
+    index = ops.expand_dims(ops.argmax(ops.stop_gradient(scores), axis=axis), axis)
+    length = ops.shape(scores)[axis]
+    shape = [1] * len(scores.shape)
+    shape[axis] = -1
+    positions = ops.reshape(ops.arange(length, dtype=index.dtype), shape)
+    weights = ops.cast(ops.equal(positions, index), dtype)
+    if mask is None:
+        return weights
+    return weights * ops.cast(mask, dtype)

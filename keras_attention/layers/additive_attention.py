@@ -40,6 +40,9 @@ class AdditiveAttention(BaseAttention):
             `"glorot_uniform"`.
         kernel_regularizer: Regularizer of the kernels and of `v`. Defaults to `None`.
         kernel_constraint: Constraint of the kernels and of `v`. Defaults to `None`.
+        probability_fn: `"softmax"`, or `"hardmax"` (tfa's: all the weight on the highest
+            valid score, ties to the first; no gradient reaches the scores). Defaults to
+            `"softmax"`.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -91,6 +94,7 @@ class AdditiveAttention(BaseAttention):
         kernel_initializer: Any = "glorot_uniform",
         kernel_regularizer: Any = None,
         kernel_constraint: Any = None,
+        probability_fn: str = "softmax",
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -101,6 +105,7 @@ class AdditiveAttention(BaseAttention):
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
             kernel_constraint=kernel_constraint,
+            probability_fn=probability_fn,
             **kwargs,
         )
         self.normalize = check_flag("normalize", normalize)

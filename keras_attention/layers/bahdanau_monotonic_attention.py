@@ -104,4 +104,4 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
 
     def get_config(self) -> dict:
-        return self._monotonic_config(super().get_config(), drop=("use_scale", "dropout"))
+        return self._monotonic_config(super().get_config(), drop=("use_scale", "dropout", "probability_fn"))

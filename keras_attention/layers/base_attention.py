@@ -26,6 +26,7 @@ from keras_attention.layers._call_inputs import (
 )
 
 _ALIGNMENTS = ("global", "local_monotonic", "local_predictive")
+_PROBABILITY_FNS = ("softmax", "hardmax")
 
 
 def _check_int(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
@@ -82,9 +83,23 @@ class BaseAttention(keras.layers.Layer):
         kernel_initializer: Any = "glorot_uniform",
         kernel_regularizer: Any = None,
         kernel_constraint: Any = None,
+        probability_fn: str = "softmax",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if probability_fn not in _PROBABILITY_FNS:
+            raise ValueError(
+                f"`probability_fn` must be one of {', '.join(map(repr, _PROBABILITY_FNS))}. "
+                f"Received: probability_fn={probability_fn!r}"
+            )
+        if probability_fn == "hardmax" and alignment == "local_predictive":
+            # The window is re-weighted by a Gaussian around p_t: one-hot weights times that
+            # Gaussian are no distribution, and p_t would be learned from one position only.
+            raise ValueError(
+                "probability_fn='hardmax' works with alignment='global' or 'local_monotonic', "
+                "not with 'local_predictive' (whose Gaussian re-weighting needs soft weights). "
+                f"Received: probability_fn={probability_fn!r}, alignment={alignment!r}"
+            )
         if alignment not in _ALIGNMENTS:
             raise ValueError(
                 f"`alignment` must be one of {', '.join(map(repr, _ALIGNMENTS))}. "
@@ -104,6 +119,7 @@ class BaseAttention(keras.layers.Layer):
             or not (0.0 <= float(dropout) < 1.0)
         ):
             raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
+        self.probability_fn = probability_fn
         self.alignment = alignment
         self.window_radius = int(window_radius)
         self.units = None if units is None else int(units)
@@ -339,7 +355,7 @@ class BaseAttention(keras.layers.Layer):
             if use_causal_mask:
                 causal = ops.expand_dims(query_positions, -1) >= ops.arange(length, dtype="int32")
                 valid = causal if valid is None else ops.logical_and(valid, causal)
-            weights = F.masked_softmax(scores, valid)
+            weights = self._normalize(scores, valid)
             weights = self._dropout(weights, training)
             context = F.matmul(ops.cast(weights, value.dtype), value)
             full_weights = weights
@@ -371,6 +387,12 @@ class BaseAttention(keras.layers.Layer):
         # Scores are float32 (see `functional.scores`): scale them there, never in float16.
         return scores * ops.cast(self.scale, scores.dtype) if self.use_scale else scores
 
+    def _normalize(self, scores, valid):
+        """Scores to weights over the valid positions: softmax, or tfa's hardmax (one-hot)."""
+        if self.probability_fn == "hardmax":
+            return F.masked_hardmax(scores, valid)
+        return F.masked_softmax(scores, valid)
+
     def _dropout(self, weights, training):
         if training and self.dropout > 0:
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
@@ -399,7 +421,7 @@ class BaseAttention(keras.layers.Layer):
         key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
         scores = self._scale(self._score(features, key_windows))
         valid = F.window_validity(positions, length, mask, query_positions if causal else None)
-        weights = F.masked_softmax(scores, valid)
+        weights = self._normalize(scores, valid)
         if predicted is not None:
             weights = weights * F.gaussian_window(positions, predicted, radius)
         return weights, positions, center - radius, key_windows
@@ -410,6 +432,7 @@ class BaseAttention(keras.layers.Layer):
         config.update(
             {
                 "use_scale": self.use_scale,
+                "probability_fn": self.probability_fn,
                 "dropout": self.dropout,
                 "seed": self.seed,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

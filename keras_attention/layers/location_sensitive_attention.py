@@ -144,6 +144,7 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
     def get_config(self) -> dict:
         config = super().get_config()
         config.pop("dropout", None)
+        config.pop("probability_fn", None)
         config.update(
             {
                 "filters": self.filters,

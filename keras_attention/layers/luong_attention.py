@@ -63,6 +63,9 @@ class LuongAttention(BaseAttention):
             `"glorot_uniform"`.
         kernel_regularizer: Regularizer of every kernel and vector. Defaults to `None`.
         kernel_constraint: Constraint of every kernel and vector. Defaults to `None`.
+        probability_fn: `"softmax"`, or `"hardmax"` (tfa's: all the weight on the highest
+            valid score, ties to the first; no gradient reaches the scores; not with
+            `"local_predictive"`). Defaults to `"softmax"`.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -121,6 +124,7 @@ class LuongAttention(BaseAttention):
         kernel_initializer: Any = "glorot_uniform",
         kernel_regularizer: Any = None,
         kernel_constraint: Any = None,
+        probability_fn: str = "softmax",
         **kwargs: Any,
     ) -> None:
         if score_mode not in _SCORE_MODES:
@@ -140,6 +144,7 @@ class LuongAttention(BaseAttention):
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
             kernel_constraint=kernel_constraint,
+            probability_fn=probability_fn,
             **kwargs,
         )
         self.score_mode = score_mode

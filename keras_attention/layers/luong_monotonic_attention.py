@@ -17,6 +17,7 @@ _NOT_OPTIONS = (
     "attention_units",
     "attention_activation",
     "dropout",
+    "probability_fn",
 )
 
 
