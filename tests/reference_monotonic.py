@@ -194,3 +194,77 @@ def location_sequence(queries, memory, w, cumulative=False, mask=None, use_scale
         contexts.append(np.einsum("bs,bsd->bd", previous, memory))
         alignments.append(previous)
     return np.stack(contexts, 1), np.stack(alignments, 1), total
+
+
+# ---------------------------------------------------------------- decoders with carried alignments
+def monotonic_attend(family, mode, weights, **score):
+    """``attend(query, memory, mask, states) -> (context, alignment, new_states)`` for
+    :func:`decoder`: monotonic attention, the state ``[alpha_{t-1}]``."""
+
+    def attend(query, memory, mask, states):
+        context, alignment = monotonic_step(
+            query, memory, weights, family, mode, states[0], mask, **score
+        )
+        return context, alignment, [alignment]
+
+    return attend
+
+
+def location_attend(weights, cumulative=False):
+    """``attend`` for :func:`decoder`: location-sensitive attention, the state
+    ``[alpha_{t-1}]`` (and the cumulative alignment)."""
+
+    def attend(query, memory, mask, states):
+        memory = np.where(mask[..., None], _f64(memory), 0.0) if mask is not None else memory
+        channels = np.stack(states, -1)
+        loc = location_features(channels, weights["location_kernel"])
+        loc = loc @ _f64(weights["location_projection"])
+        batch, steps = memory.shape[:2]
+        energy = np.zeros((batch, steps))
+        for b in range(batch):
+            q = _f64(query[b]) @ _f64(weights["query_kernel"])
+            for i in range(steps):
+                k = memory[b, i] @ _f64(weights["key_kernel"])
+                energy[b, i] = np.dot(_f64(weights["score_vector"]), np.tanh(q + k + loc[b, i]))
+        alignment = masked_softmax(energy, mask)
+        context = np.einsum("bs,bsd->bd", alignment, memory)
+        new = [alignment] + ([states[1] + alignment] if cumulative else [])
+        return context, alignment, new
+
+    return attend
+
+
+def decoder(kind, y, memory, mask, cell_fn, cell_weights, attend, attention_states,
+            attention_kernel=None, target_mask=None):  # fmt: skip
+    """A teacher-forced decoder whose attention carries ``attention_states`` from step to step.
+
+    ``kind="luong"``: ``x_t = [y_{t-1}; h~_{t-1}]`` (input feeding, ``h~_0 = 0``),
+    ``s_t = cell(x_t)``, ``c_t = attend(s_t)``, output ``h~_t = tanh([s_t; c_t] W_c)``.
+    ``kind="bahdanau"``: ``c_t = attend(s_{t-1})``, ``s_t = cell([y_{t-1}; c_t])``, output
+    ``[s_t; c_t]``. Decoder padding keeps every state (the attention's too) and gives zeros.
+
+    Returns ``(outputs [B, T, d], alignments [B, T, S], final attention states)``.
+    """
+    y, memory = _f64(y), _f64(memory)
+    batch, steps, _ = y.shape
+    target_mask = np.ones((batch, steps), bool) if target_mask is None else target_mask
+    states = [np.zeros((batch, cell_weights["recurrent_kernel"].shape[0]))] * cell_fn.num_states
+    feed = None if attention_kernel is None else np.zeros((batch, attention_kernel.shape[1]))
+    attention_states = [_f64(s) for s in attention_states]
+    outputs, alignments = [], []
+    for t in range(steps):
+        valid = target_mask[:, t][:, None]
+        if kind == "luong":
+            s, new_states = cell_fn(np.concatenate([y[:, t], feed], -1), states, cell_weights)
+            context, alignment, new_attention = attend(s, memory, mask, attention_states)
+            out = np.tanh(np.concatenate([s, context], -1) @ _f64(attention_kernel))
+            feed = np.where(valid, out, feed)
+        else:
+            context, alignment, new_attention = attend(states[0], memory, mask, attention_states)
+            s, new_states = cell_fn(np.concatenate([y[:, t], context], -1), states, cell_weights)
+            out = np.concatenate([s, context], -1)
+        states = [np.where(valid, n, o) for n, o in zip(new_states, states)]
+        attention_states = [np.where(valid, n, o) for n, o in zip(new_attention, attention_states)]
+        outputs.append(np.where(valid, out, 0.0))
+        alignments.append(np.where(valid, alignment, 0.0))
+    return np.stack(outputs, 1), np.stack(alignments, 1), attention_states

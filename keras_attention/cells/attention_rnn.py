@@ -112,9 +112,9 @@ class AttentionRNN(keras.layers.Layer):
         cell = self.cell
         prepared = cell.prepare_memory(memory, memory_mask)
         if initial_state is None:
-            states = cell.get_initial_state(batch)
+            states = cell.get_initial_state(batch, memory)
         else:
-            states = cell.complete_initial_state(initial_state, batch)
+            states = cell.complete_initial_state(initial_state, batch, memory)
 
         dtype = self.compute_dtype
         last = ops.zeros((batch, cell.output_size), dtype)

@@ -11,6 +11,7 @@ from keras import ops
 from keras_attention.functional.scores import matmul
 from keras_attention.layers._call_inputs import check_rank
 from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.recurrent_attention import RecurrentAttention
 
 
 class BaseAttentionCell(keras.layers.Layer):
@@ -18,7 +19,10 @@ class BaseAttentionCell(keras.layers.Layer):
 
     The state is a flat list: the wrapped cell's states, flattened (`[h, c]` for `LSTMCell`,
     `[h]` for `GRUCell`, all layers in order for `StackedRNNCells`), then the cell's own extra
-    states (`_extra_state_sizes`). One decoder step is `step(inputs, states, memory, position)`
+    states (`_extra_state_sizes`), then the states of the attention layers that carry one
+    (monotonic and location-sensitive attention: their previous alignments `[B, S]`, S the memory
+    length, in the order of the layers; `None` in `state_size`, made from the memory by
+    `get_initial_state(batch_size, memory)`). One decoder step is `step(inputs, states, memory, position)`
     with `memory` made once per sequence by `prepare_memory`.
     """
 
@@ -81,15 +85,50 @@ class BaseAttentionCell(keras.layers.Layer):
 
     @property
     def state_size(self) -> list:
-        """Sizes of the flat state: the wrapped cell's states, then the extra ones."""
-        return self._cell_state_sizes + self._extra_state_sizes()
+        """Sizes of the flat state: the wrapped cell's states, the extra ones, then `None` for
+        each `[B, S]` attention state (its size is the memory length)."""
+        attention = [None] * self._attention_state_count()
+        return self._cell_state_sizes + self._extra_state_sizes() + attention
 
-    def get_initial_state(self, batch_size: int) -> list:
-        """All-zero states `[[B, size] for size in state_size]`."""
-        return [ops.zeros((batch_size, size), self.compute_dtype) for size in self.state_size]
+    def _attention_state_count(self) -> int:
+        """How many `[B, S]` states the attention layers carry (monotonic, location-sensitive)."""
+        return sum(a.state_count for a in self.attentions if isinstance(a, RecurrentAttention))
 
-    def complete_initial_state(self, initial_state, batch_size) -> list:
-        """Check a user's initial state; the wrapped cell's states alone get zero extras."""
+    def _initial_attention_states(self, batch_size, memory) -> list:
+        """The attention layers' states before the first step (their alignments `[B, S]`)."""
+        if not self._attention_state_count():
+            return []
+        if memory is None:
+            raise ValueError(
+                f"{self.name}: its attention carries the previous alignment [batch, "
+                "memory_steps] in the state, so the initial state needs the memory: "
+                "get_initial_state(batch_size, memory) / complete_initial_state(state, "
+                "batch_size, memory) with the encoder outputs. Received: memory=None"
+            )
+        if isinstance(memory, (list, tuple)):  # a memory from `prepare_memory`
+            memory = memory[0][0][1]
+        steps = ops.shape(memory)[1]
+        states = []
+        for layer in self.attentions:
+            if isinstance(layer, RecurrentAttention):
+                states.extend(layer.initial_attention_state(batch_size, steps))
+        return [ops.cast(s, self.compute_dtype) for s in states]
+
+    def get_initial_state(self, batch_size: int, memory: Any = None) -> list:
+        """The state before the first step: zeros `[B, size]` for every sized state, then the
+        attention layers' initial alignments `[B, S]` (a one-hot on position 0 for monotonic
+        attention, zeros for location-sensitive attention), made from `memory` (the encoder
+        outputs `[B, S, d_h]`, or a memory from `prepare_memory`; needed only then)."""
+        sized = [
+            ops.zeros((batch_size, size), self.compute_dtype)
+            for size in self.state_size
+            if size is not None
+        ]
+        return sized + self._initial_attention_states(batch_size, memory)
+
+    def complete_initial_state(self, initial_state, batch_size, memory: Any = None) -> list:
+        """Check a user's initial state; the wrapped cell's states alone get zero extras (and
+        the attention layers' initial alignments, made from `memory`, when they carry any)."""
         states = (
             list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
         )
@@ -104,16 +143,22 @@ class BaseAttentionCell(keras.layers.Layer):
         for i, (state, size) in enumerate(zip(states, sizes)):
             shape = tuple(state.shape)
             batch_ok = static_batch is None or not shape or shape[0] in (None, static_batch)
-            if len(shape) != 2 or shape[-1] not in (None, size) or not batch_ok:
+            size_ok = size is None or shape[-1:] in ((None,), (size,))
+            if len(shape) != 2 or not size_ok or not batch_ok:
                 raise ValueError(
-                    f"`initial_state[{i}]` must have shape [batch, {size}] (batch "
+                    f"`initial_state[{i}]` must have shape [batch, "
+                    f"{'memory_steps' if size is None else size}] (batch "
                     f"{'?' if static_batch is None else static_batch}, that of the inputs). "
                     f"Received: initial_state[{i}].shape={shape}"
                 )
-        extra = self.state_size[len(states) :]
-        return [ops.cast(s, self.compute_dtype) for s in states] + [
-            ops.zeros((batch_size, size), self.compute_dtype) for size in extra
-        ]
+        if len(states) == len(sizes):
+            return [ops.cast(s, self.compute_dtype) for s in states]
+        extra = [size for size in sizes[len(states) :] if size is not None]
+        return (
+            [ops.cast(s, self.compute_dtype) for s in states]
+            + [ops.zeros((batch_size, size), self.compute_dtype) for size in extra]
+            + self._initial_attention_states(batch_size, memory)
+        )
 
     # ---------------------------------------------------------------- building
     def _query_dim(self) -> int:
@@ -203,17 +248,33 @@ class BaseAttentionCell(keras.layers.Layer):
         states = [ops.cast(s, self.compute_dtype) for s in keras.tree.flatten(new_states)]
         return ops.cast(output, self.compute_dtype), states
 
-    def _attend_each(self, query, memory, position, training):
+    def _split_states(self, states) -> tuple:
+        """`(the sized states, the attention layers' states)` of a flat state list."""
+        count = self._attention_state_count()
+        states = list(states)
+        if not count:
+            return states, []
+        return states[:-count], states[-count:]
+
+    def _attend_each(self, query, memory, position, training, attention_states=()):
         """Each attention layer for one query step `[B, d_s]`: a list of
-        `(context [B, d_v], alignment [B, S])`, in the order of `attentions`."""
+        `(context [B, d_v], alignment [B, S])`, in the order of `attentions`, and the new
+        states of the layers that carry one (from `attention_states`, in the same order)."""
         positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
-        results = []
+        results, new_states, offset = [], [], 0
         for layer, prepared in zip(self.attentions, memory[0]):
+            if isinstance(layer, RecurrentAttention):
+                own = list(attention_states[offset : offset + layer.state_count])
+                offset += layer.state_count
+                context, weights, own = layer.attend_step(query, prepared, own, training=training)
+                results.append((context, weights))
+                new_states.extend(ops.cast(s, self.compute_dtype) for s in own)
+                continue
             context, weights = layer.attend(
                 ops.expand_dims(query, 1), prepared, query_positions=positions, training=training
             )
             results.append((context[:, 0], weights[:, 0]))
-        return results
+        return results, new_states
 
     @staticmethod
     def _combine_alignments(alignments):
@@ -223,13 +284,17 @@ class BaseAttentionCell(keras.layers.Layer):
             return alignments[0]
         return ops.mean(ops.stack(alignments, axis=0), axis=0)
 
-    def _attend(self, query, memory, position, training):
-        """Attention for one query step `[B, d_s]`: `(context [B, n d_v], alignment [B, S])`,
-        the contexts of several attentions concatenated, their alignments averaged."""
-        results = self._attend_each(query, memory, position, training)
+    def _attend(self, query, memory, position, training, attention_states=()):
+        """Attention for one query step `[B, d_s]`: `(context [B, n d_v], alignment [B, S],
+        new attention states)`, the contexts of several attentions concatenated, their
+        alignments averaged."""
+        results, new_states = self._attend_each(
+            query, memory, position, training, attention_states
+        )
         contexts = [context for context, _ in results]
         context = contexts[0] if len(contexts) == 1 else ops.concatenate(contexts, axis=-1)
-        return context, self._combine_alignments([alignment for _, alignment in results])
+        alignment = self._combine_alignments([alignment for _, alignment in results])
+        return context, alignment, new_states
 
     def step(self, inputs, states, memory, position=None, training=None):
         """One decoder step.

@@ -64,7 +64,8 @@ class LuongAttentionCell(BaseAttentionCell):
     See docs/migrating-from-tfa.md.
 
     State layout (flat list): the wrapped cell's states (`[h, c]` for `LSTMCell`), then `h̃_{t-1}`
-    `[B, attention_size]` when `input_feeding=True`.
+    `[B, attention_size]` when `input_feeding=True`, then, for monotonic or location-sensitive
+    attention layers, their previous alignments `[B, S]` (see `BaseAttentionCell`).
 
     Args:
         cell: A Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, `StackedRNNCells`, ...).
@@ -201,9 +202,12 @@ class LuongAttentionCell(BaseAttentionCell):
     # ---------------------------------------------------------------- stepping
     def step_projected(self, inputs, states, memory, position=None, training=None):
         n = len(self._cell_state_sizes)
+        states, attention_states = self._split_states(states)
         feed = states[n] if self.input_feeding else None
         hidden, new_states = self._cell_step(inputs, feed, states[:n], memory, training)
-        results = self._attend_each(hidden, memory, position, training)
+        results, attention_states = self._attend_each(
+            hidden, memory, position, training, attention_states
+        )
         if self.attention_layer:
             parts = [
                 matmul(ops.concatenate([hidden, context], axis=-1), kernel)
@@ -218,6 +222,7 @@ class LuongAttentionCell(BaseAttentionCell):
         attentional = ops.cast(attentional, self.compute_dtype)
         if self.input_feeding:
             new_states = new_states + [attentional]
+        new_states = new_states + attention_states
         output = attentional if self.output_attention else hidden
         return output, new_states, self._combine_alignments([a for _, a in results])
 

@@ -53,7 +53,10 @@ def _randomize(layer, rng, bias=None):
         elif w.name == "score_bias":
             w.assign(np.float32(rng.uniform(-1, 1) if bias is None else bias))
         else:
-            w.assign((0.6 * rng.normal(size=w.shape)).astype("float32"))
+            # Moderate energies: "parallel" divides by cumulative products of 1 − p that
+            # underflow in float32 once p rounds to 1 (sigmoid(e) for e > 17); that mode is
+            # inexact there by design (tfa's too; the tfa test covers float32 as tfa computes).
+            w.assign((0.3 * rng.normal(size=w.shape)).astype("float32"))
 
 
 def _spread_previous(rng, mask):
@@ -61,11 +64,12 @@ def _spread_previous(rng, mask):
     return np.where(mask, previous, 0.0).astype("float32")
 
 
+@pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", MONOTONIC_CASES, ids=[c[0] for c in MONOTONIC_CASES])
-def test_monotonic_matches_numpy_reference(case, mode):
+def test_monotonic_matches_numpy_reference(case, mode, seed):
     _, cls, kwargs, family, score = case
-    rng = np.random.default_rng(hash((case[0], mode)) % 2**32)
+    rng = np.random.default_rng([seed, MODES.index(mode), MONOTONIC_CASES.index(case)])
     query, value, mask = random_batch(rng, d_query=5, d_memory=5)
     layer = cls(**kwargs, mode=mode)
     layer.build([query.shape, value.shape])
