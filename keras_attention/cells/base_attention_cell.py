@@ -288,9 +288,7 @@ class BaseAttentionCell(keras.layers.Layer):
         """Attention for one query step `[B, d_s]`: `(context [B, n d_v], alignment [B, S],
         new attention states)`, the contexts of several attentions concatenated, their
         alignments averaged."""
-        results, new_states = self._attend_each(
-            query, memory, position, training, attention_states
-        )
+        results, new_states = self._attend_each(query, memory, position, training, attention_states)
         contexts = [context for context, _ in results]
         context = contexts[0] if len(contexts) == 1 else ops.concatenate(contexts, axis=-1)
         alignment = self._combine_alignments([alignment for _, alignment in results])

@@ -50,8 +50,10 @@ def make_step_fn(
 
     Returns:
         `step_fn(tokens, states, t) -> (logits, new_states, alignment)`; start it from
-        `cell.get_initial_state(B)` (or the encoder's final states, completed with
-        `cell.complete_initial_state`).
+        `cell.get_initial_state(B, memory)` (or the encoder's final states, completed with
+        `cell.complete_initial_state(states, B, memory)`; the memory is needed only by
+        monotonic and location-sensitive attention, whose previous alignment `[B, S]` is in
+        the state).
 
     Example:
 

@@ -104,4 +104,6 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
 
     def get_config(self) -> dict:
-        return self._monotonic_config(super().get_config(), drop=("use_scale", "dropout", "probability_fn"))
+        return self._monotonic_config(
+            super().get_config(), drop=("use_scale", "dropout", "probability_fn")
+        )

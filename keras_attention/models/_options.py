@@ -10,7 +10,7 @@ import keras
 from keras_attention.layers.base_attention import check_flag
 
 RNN_TYPES = ("lstm", "gru")
-ATTENTION_TYPES = ("luong", "bahdanau")
+ATTENTION_TYPES = ("luong", "bahdanau", "monotonic", "location_sensitive")
 HANDOVERS = ("dense", "copy", "none")
 
 

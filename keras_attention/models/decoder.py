@@ -9,7 +9,13 @@ from keras import ops
 
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
 from keras_attention.decoding import make_step_fn
-from keras_attention.layers import AdditiveAttention, LuongAttention
+from keras_attention.layers import (
+    AdditiveAttention,
+    BahdanauMonotonicAttention,
+    LocationSensitiveAttention,
+    LuongAttention,
+    LuongMonotonicAttention,
+)
 from keras_attention.models._options import (
     ATTENTION_TYPES,
     HANDOVERS,
@@ -39,7 +45,11 @@ class Seq2SeqDecoder(ConfigLayer):
         units: Units of each decoder cell.
         rnn: `"lstm"` or `"gru"`. Defaults to `"lstm"`.
         num_layers: Number of stacked decoder cells. Defaults to `1`.
-        attention: `"luong"` or `"bahdanau"`. Defaults to `"luong"`.
+        attention: `"luong"`, `"bahdanau"`, `"monotonic"` (a `LuongAttentionCell` over
+            `LuongMonotonicAttention` for `score_mode="general"` or `BahdanauMonotonicAttention`
+            for `"concat"`, mode `"parallel"`, as tfa's monotonic mechanisms inside an
+            `AttentionWrapper`) or `"location_sensitive"` (a `BahdanauAttentionCell` over a
+            cumulative `LocationSensitiveAttention`, Tacotron 2's). Defaults to `"luong"`.
         score_mode: Luong score, `"dot"`, `"general"` or `"concat"` (ignored for Bahdanau).
             Defaults to `"general"`.
         alignment: Luong alignment, `"global"`, `"local_monotonic"` or `"local_predictive"`
@@ -108,6 +118,26 @@ class Seq2SeqDecoder(ConfigLayer):
             self.cell = LuongAttentionCell(
                 cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
             )
+        elif self.attention == "monotonic":
+            if score_mode == "general":
+                attention_layer = LuongMonotonicAttention(name="monotonic_attention")
+            elif score_mode == "concat":
+                attention_layer = BahdanauMonotonicAttention(
+                    units=self.attention_dim, name="monotonic_attention"
+                )
+            else:
+                raise ValueError(
+                    "attention='monotonic' takes score_mode='general' (LuongMonotonicAttention) "
+                    f"or 'concat' (BahdanauMonotonicAttention). Received: score_mode={score_mode!r}"
+                )
+            self.cell = LuongAttentionCell(
+                cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
+            )
+        elif self.attention == "location_sensitive":
+            attention_layer = LocationSensitiveAttention(
+                units=self.attention_dim, cumulative=True, name="location_sensitive_attention"
+            )
+            self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
         else:
             attention_layer = AdditiveAttention(units=self.attention_dim, name="additive_attention")
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
@@ -132,7 +162,8 @@ class Seq2SeqDecoder(ConfigLayer):
     def initial_state(self, encoder_states, batch_size):
         """The wrapped cells' initial states (flat) from the encoder's final states."""
         if self.state_handover == "none" or not encoder_states:
-            return self.cell.get_initial_state(batch_size)[: len(self.cell._cell_state_sizes)]
+            dtype = self.cell.compute_dtype
+            return [ops.zeros((batch_size, n), dtype) for n in self.cell._cell_state_sizes]
         n = len(encoder_states)
         if self.state_handover == "copy":
             size = encoder_states[0].shape[-1]

@@ -44,7 +44,8 @@ class Seq2Seq(keras.Model):
         encoder_layers: Recurrent layers in the encoder. Defaults to `1`.
         decoder_layers: Stacked cells in the decoder. Defaults to `1`.
         bidirectional: Bidirectional encoder. Defaults to `True`.
-        attention: `"luong"` or `"bahdanau"`. Defaults to `"luong"`.
+        attention: `"luong"`, `"bahdanau"`, `"monotonic"` or `"location_sensitive"`; see
+            `Seq2SeqDecoder`. Defaults to `"luong"`.
         score_mode: Luong score: `"dot"`, `"general"` or `"concat"`. Defaults to `"general"`.
         alignment: Luong alignment: `"global"`, `"local_monotonic"`, `"local_predictive"`.
             Defaults to `"global"`.
@@ -215,7 +216,8 @@ class Seq2Seq(keras.Model):
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         batch = ops.shape(source_ids)[0]
         initial = self.decoder.initial_state(states, batch)
-        return memory, memory_mask, self.decoder.cell.complete_initial_state(initial, batch)
+        state = self.decoder.cell.complete_initial_state(initial, batch, memory)
+        return memory, memory_mask, state
 
     def generate(
         self,

@@ -224,8 +224,9 @@ def test_jit_compiled_steps_match_eager():
 
 @pytest.mark.slow
 @pytest.mark.skipif(BACKEND == "torch", reason="torch.compile of fit takes minutes on CPU")
-def test_xla_fit_and_predict():
-    # One compiled model for both kinds (compiling costs ~30 s): noisy monotonic attention (the
+def test_xla_fit():
+    # (Compiled inference: test_jit_compiled_steps_match_eager.) One compiled model for both
+    # kinds, compiling costs tens of seconds: noisy monotonic attention (the
     # noise drawn inside the XLA while loop) next to cumulative location-sensitive attention.
     source = keras.Input((None,), dtype="int32")
     target = keras.Input((None,), dtype="int32")
@@ -243,9 +244,7 @@ def test_xla_fit_and_predict():
     src = rng.integers(1, VOCAB, size=(8, 6))
     src[:3, 4:] = 0
     tgt = rng.integers(1, VOCAB, size=(8, 5))
-    eager = model.predict([src, tgt], verbose=0)
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=True)  # fmt: skip
-    np.testing.assert_allclose(model.predict([src, tgt], verbose=0), eager, atol=1e-4)
     history = model.fit([src, tgt], tgt, epochs=2, batch_size=4, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
