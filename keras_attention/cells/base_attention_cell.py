@@ -22,8 +22,9 @@ class BaseAttentionCell(keras.layers.Layer):
     states (`_extra_state_sizes`), then the states of the attention layers that carry one
     (monotonic and location-sensitive attention: their previous alignments `[B, S]`, S the memory
     length, in the order of the layers; `None` in `state_size`, made from the memory by
-    `get_initial_state(batch_size, memory)`). One decoder step is `step(inputs, states, memory, position)`
-    with `memory` made once per sequence by `prepare_memory`.
+    `get_initial_state(batch_size, memory)`). One decoder step is
+    `step(inputs, states, memory, position)` with `memory` made once per sequence by
+    `prepare_memory`.
     """
 
     def __init__(self, cell: Any, attention: Any, **kwargs: Any) -> None:
