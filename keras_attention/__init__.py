@@ -2,9 +2,10 @@
 
 TensorFlow-only subpackages are imported on demand: `keras_attention.text` (tf-text
 tokenizers) and `keras_attention.export` (SavedModel export for TF Serving).
+`keras_attention.migrate.load_tfa_weights` imports TensorFlow when called.
 """
 
-from keras_attention import decoding, functional, models
+from keras_attention import decoding, functional, migrate, models
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
 from keras_attention.layers import (
     AdditiveAttention,
@@ -30,5 +31,6 @@ __all__ = [
     "__version__",
     "decoding",
     "functional",
+    "migrate",
     "models",
 ]

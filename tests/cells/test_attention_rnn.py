@@ -60,6 +60,17 @@ def _bahdanau_simple_rnn():
     return BahdanauAttentionCell(keras.layers.SimpleRNNCell(UNITS), LuongAttention("general"))
 
 
+def _luong_two_attentions():
+    """tfa-style: two attention layers (one hardmax), a W_c each, the cell output s_t out."""
+    return LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS),
+        [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(units=5)],
+        units=[4, 6],
+        output_attention=False,
+        attention_activation=None,
+    )
+
+
 CELLS = [
     _luong_lstm,
     _luong_gru_local_m,
@@ -67,6 +78,7 @@ CELLS = [
     _bahdanau_gru,
     _bahdanau_stacked,
     _bahdanau_simple_rnn,
+    _luong_two_attentions,
 ]
 CELL_IDS = [f.__name__.strip("_") for f in CELLS]
 
@@ -155,7 +167,11 @@ def test_xla_fit_predict_and_keras_round_trip(make_cell, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make_cell", [_luong_lstm, _bahdanau_gru], ids=["luong", "bahdanau"])
+@pytest.mark.parametrize(
+    "make_cell",
+    [_luong_lstm, _bahdanau_gru, _luong_two_attentions],
+    ids=["luong", "bahdanau", "luong-two-attentions"],
+)
 def test_mixed_bfloat16(make_cell):
     data = _data(3)
     reference = _model(make_cell)

@@ -22,7 +22,7 @@ from keras_attention import (
     LuongAttention,
     LuongAttentionCell,
 )
-from keras_attention.decoding import greedy_search, make_step_fn
+from keras_attention.decoding import beam_search, greedy_search, make_step_fn
 from tests import reference
 from tests import reference_cells as ref
 from tests.backend_utils import to_numpy
@@ -230,6 +230,48 @@ def test_greedy_search_with_several_attentions_equals_teacher_forcing():
     logits = to_numpy(projection(outputs))
     steps = np.arange(4)[None, :] < to_numpy(result["lengths"])[:, None]
     np.testing.assert_array_equal(np.argmax(logits, -1)[steps], ids[steps])
+    np.testing.assert_allclose(
+        to_numpy(result["alignments"])[steps], to_numpy(alignments)[steps], **TOL
+    )
+
+
+def test_beam_search_scores_equal_teacher_forced_log_probabilities():
+    """Beam search over a cell with two attention layers: the best hypothesis' score is the
+    sum of its teacher-forced log-probabilities and its alignments are the replayed ones."""
+    rng = np.random.default_rng(11)
+    _, memory, mask, _ = _data(rng)
+    vocab, width, length = 6, 2, 4
+    embedding = keras.layers.Embedding(vocab, D_Y)
+    projection = keras.layers.Dense(vocab)
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS),
+        [AdditiveAttention(units=3), LuongAttention("general", probability_fn="hardmax")],
+        units=[3, 2],
+        output_attention=False,
+    )
+    step_fn = make_step_fn(cell, embedding, projection, memory, mask, beam_width=width)
+    result = beam_search(
+        step_fn,
+        cell.get_initial_state(BATCH),
+        BATCH,
+        start_token=1,
+        end_token=2,
+        max_length=length,
+        beam_width=width,
+        length_penalty=0.0,
+    )
+    ids = to_numpy(result["ids"])
+    previous = np.concatenate([np.ones((BATCH, 1), "int32"), ids[:, :-1]], axis=1)
+    outputs, alignments = AttentionRNN(cell, return_attention_scores=True)(
+        embedding(previous), memory, memory_mask=mask
+    )
+    logits = to_numpy(projection(outputs)).astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, ids[..., None], axis=-1)[..., 0]
+    steps = np.arange(length)[None, :] < to_numpy(result["lengths"])[:, None]
+    np.testing.assert_allclose(
+        (picked * steps).sum(-1), to_numpy(result["scores"]), rtol=1e-4, atol=1e-4
+    )
     np.testing.assert_allclose(
         to_numpy(result["alignments"])[steps], to_numpy(alignments)[steps], **TOL
     )
