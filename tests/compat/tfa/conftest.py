@@ -1,3 +1,3 @@
-"""The fixture generator runs under TF 2.15 + tensorflow-addons only: never collect it."""
+"""The fixture generators run under TF 2.15 + tensorflow-addons only: never collect them."""
 
-collect_ignore = ["make_tfa_fixtures.py"]
+collect_ignore = ["make_tfa_fixtures.py", "make_monotonic_reference.py"]
