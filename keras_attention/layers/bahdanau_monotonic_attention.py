@@ -92,6 +92,7 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
+        self._refuse(kwargs, ("dropout", "probability_fn", "use_scale"))
         super().__init__(
             units=units,
             normalize=normalize,

@@ -97,6 +97,7 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
+        self._refuse(kwargs, ("dropout", "probability_fn"))
         super().__init__(
             units=units,
             normalize=normalize,

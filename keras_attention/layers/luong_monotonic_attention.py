@@ -72,6 +72,7 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
+        self._refuse(kwargs, ("dropout", "probability_fn", "score_mode", "alignment", "units"))
         super().__init__(
             score_mode="general",
             use_scale=use_scale,

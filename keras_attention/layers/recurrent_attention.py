@@ -32,6 +32,17 @@ class RecurrentAttention(BaseAttention):
 
     state_count: int = 1
 
+    @staticmethod
+    def _refuse(kwargs: dict, names: tuple) -> None:
+        """Options of the plain layers these layers do not have (their weights are no softmax
+        that dropout or hardmax could act on): an error rather than silently ignored."""
+        for name in names:
+            if name in kwargs:
+                raise ValueError(
+                    f"`{name}` is not an option of this layer (monotonic and location-sensitive "
+                    f"attention). Received: {name}={kwargs[name]!r}"
+                )
+
     # ---------------------------------------------------------------- subclass hooks
     def initial_attention_state(self, batch_size, memory_steps) -> list:
         """The `state_count` tensors `[B, S]` (compute dtype) before the first step."""

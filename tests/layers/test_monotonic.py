@@ -411,3 +411,17 @@ def test_bad_calls_name_the_argument():
         layer(query)
     with pytest.raises(ValueError, match=r"initial_state\[0\]"):
         BahdanauMonotonicAttention(4)(query, value, initial_state=[np.zeros((2, 5, 1))])
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: BahdanauMonotonicAttention(4, dropout=0.1), "dropout"),
+        (lambda: LuongMonotonicAttention(probability_fn="hardmax"), "probability_fn"),
+        (lambda: LuongMonotonicAttention(score_mode="dot"), "score_mode"),
+        (lambda: LocationSensitiveAttention(dropout=0.2), "dropout"),
+    ],
+)
+def test_options_of_the_plain_layers_are_refused(make, name):
+    with pytest.raises(ValueError, match=f"Received: {name}="):
+        make()
