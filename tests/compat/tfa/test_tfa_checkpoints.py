@@ -269,3 +269,27 @@ def test_tanh_on_the_attention_layer_warns():
     cell = _built("luong_lstm", attention_activation="tanh")
     with pytest.warns(UserWarning, match="attention_activation=None"):
         load_tfa_weights(cell, str(FIXTURES / "luong_lstm"))
+
+
+def test_migration_guide_example_runs(tmp_path, monkeypatch):
+    """The keras_attention half of docs/migrating-from-tfa.md's worked example, on the
+    checkpoint tfa wrote for the same model (the fixture bahdanau_normalized_lstm)."""
+    import re
+    import shutil
+
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "migrating-from-tfa.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)
+    (snippet,) = [b for b in blocks if 'load_tfa_weights(cell, "tfa_ckpt/decoder")' in b]
+    (tfa_side,) = [b for b in blocks if "tensorflow_addons" in b]
+    case = MANIFEST["cases"]["bahdanau_normalized_lstm"]
+    assert "BahdanauAttention(3" in tfa_side and case["mechanisms"][0]["units"] == 3
+    assert "attention_layer_size=6" in tfa_side and case["wrapper"]["attention_layer_size"] == [6]
+    (tmp_path / "tfa_ckpt").mkdir()
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(
+            FIXTURES / f"bahdanau_normalized_lstm{suffix}",
+            tmp_path / "tfa_ckpt" / f"decoder{suffix}",
+        )
+    shutil.copy(FIXTURES / "bahdanau_normalized_lstm.npz", tmp_path / "tfa_outputs.npz")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "docs/migrating-from-tfa.md", "exec"), {})
