@@ -166,13 +166,16 @@ def _cell_mapping(inner) -> dict:
 def _attention_mapping(i: int, layer) -> tuple:
     """Our weights of attention layer `i` by tfa path, and those without a tfa counterpart."""
     names = {w.name: w for w in layer.weights}
-    for key_weight, _, table in _MECHANISM_FAMILIES:
+    for key_weight, family, table in _MECHANISM_FAMILIES:
         if key_weight in names:
             mapped = {
                 f"_attention_mechanisms/{i}/{table[n]}": w for n, w in names.items() if n in table
             }
-            return mapped, [w.path for n, w in names.items() if n not in table]
-    return {}, [w.path for w in layer.weights]
+            unmatched = [
+                f"{w.path} (not in tfa's {family})" for n, w in names.items() if n not in table
+            ]
+            return mapped, unmatched
+    return {}, [f"{w.path} (no tfa mechanism has it)" for w in layer.weights]
 
 
 def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> dict:

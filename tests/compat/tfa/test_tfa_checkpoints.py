@@ -90,13 +90,14 @@ def _inputs(name: str):
     return data, mask, initial
 
 
-def _run_case(name: str, scope=None, case_name=None):
+def _run_case(name: str, scope=None, case_name=None, checkpoint=None, via_rnn=False):
     case = MANIFEST["cases"][case_name or name]
     data, mask, initial = _inputs(case_name or name)
     cell = _cell(case)
     rnn = AttentionRNN(cell, return_attention_scores=True, return_state=True)
     rnn(data["inputs"], data["memory"], memory_mask=mask, initial_state=initial)  # builds
-    mapping = load_tfa_weights(cell, str(FIXTURES / name), scope=scope)
+    target = rnn if via_rnn else cell
+    mapping = load_tfa_weights(target, checkpoint or str(FIXTURES / name), scope=scope)
     outputs, alignments, *states = rnn(
         data["inputs"], data["memory"], memory_mask=mask, initial_state=initial
     )
@@ -166,8 +167,27 @@ def test_loaded_monotonic_cell_reproduces_tfa(name):
 def test_keras_model_checkpoint_with_a_second_path_to_the_mechanism():
     """tf.keras Model.save_weights stores the mechanism's kernel under the model's shorter path
     (`first_mechanism/…`); the object graph still finds it below the wrapper."""
-    _, mapping, *_ = _run_case("stacked_luong_keras_model")
+    _, mapping, data, outputs, alignments, states = _run_case(
+        "stacked_luong_keras_model", via_rnn=True
+    )
+    _assert_matches_tfa(data, outputs, alignments, states)
     assert "first_mechanism/memory_layer/kernel/.ATTRIBUTES/VARIABLE_VALUE" in mapping.values()
+
+
+def test_a_checkpoint_directory_and_a_path_like(tmp_path):
+    """A directory with a `checkpoint` file (what tf.train.CheckpointManager writes) and a
+    pathlib prefix both work."""
+    import shutil
+
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(FIXTURES / f"luong_lstm{suffix}", tmp_path / f"ckpt-3{suffix}")
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-3"\n')
+    _, _, data, outputs, alignments, states = _run_case("luong_lstm", checkpoint=str(tmp_path))
+    _assert_matches_tfa(data, outputs, alignments, states)
+    _, _, data, outputs, alignments, states = _run_case(
+        "luong_lstm", checkpoint=tmp_path / "ckpt-3"
+    )
+    _assert_matches_tfa(data, outputs, alignments, states)
 
 
 def test_scope_picks_one_of_several_wrappers():
@@ -269,3 +289,27 @@ def test_tanh_on_the_attention_layer_warns():
     cell = _built("luong_lstm", attention_activation="tanh")
     with pytest.warns(UserWarning, match="attention_activation=None"):
         load_tfa_weights(cell, str(FIXTURES / "luong_lstm"))
+
+
+def test_migration_guide_example_runs(tmp_path, monkeypatch):
+    """The keras_attention half of docs/migrating-from-tfa.md's worked example, on the
+    checkpoint tfa wrote for the same model (the fixture bahdanau_normalized_lstm)."""
+    import re
+    import shutil
+
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "migrating-from-tfa.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)
+    (snippet,) = [b for b in blocks if 'load_tfa_weights(cell, "tfa_ckpt/decoder")' in b]
+    (tfa_side,) = [b for b in blocks if "tensorflow_addons" in b]
+    case = MANIFEST["cases"]["bahdanau_normalized_lstm"]
+    assert "BahdanauAttention(3" in tfa_side and case["mechanisms"][0]["units"] == 3
+    assert "attention_layer_size=6" in tfa_side and case["wrapper"]["attention_layer_size"] == [6]
+    (tmp_path / "tfa_ckpt").mkdir()
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(
+            FIXTURES / f"bahdanau_normalized_lstm{suffix}",
+            tmp_path / "tfa_ckpt" / f"decoder{suffix}",
+        )
+    shutil.copy(FIXTURES / "bahdanau_normalized_lstm.npz", tmp_path / "tfa_outputs.npz")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "docs/migrating-from-tfa.md", "exec"), {})
