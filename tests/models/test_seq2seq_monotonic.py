@@ -83,7 +83,8 @@ def test_dot_score_is_refused_for_monotonic():
 
 def test_fit_one_epoch():
     model = _model(OPTIONS["location-sensitive"])
-    model.compile("adam", "sparse_categorical_crossentropy", jit_compile=False)  # XLA: cells test
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile("adam", loss, jit_compile=False)  # XLA: tests/cells
     labels = np.concatenate([TARGET[:, 1:], np.zeros((2, 1), "int32")], axis=1)
     history = model.fit({"source_ids": SOURCE, "target_ids": TARGET}, labels, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
