@@ -50,10 +50,11 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
     Example:
 
     >>> import numpy as np
-    >>> layer = LuongMonotonicAttention(mode="hard")
-    >>> weights = layer(np.ones((2, 4)), np.ones((2, 5, 6)), return_attention_scores=True)[1]
-    >>> np.asarray(weights).sum(axis=-1).tolist()  # hard: one-hot (or zero) rows
-    [1.0, 1.0]
+    >>> layer = LuongMonotonicAttention(mode="hard", score_bias_init=1.0)
+    >>> memory = np.zeros((2, 5, 6))  # every energy is the bias, 1 > 0: stop at once
+    >>> weights = layer(np.ones((2, 6)), memory, return_attention_scores=True)[1]
+    >>> np.asarray(weights).tolist()[0]  # hard: a one-hot row, from the start position
+    [1.0, 0.0, 0.0, 0.0, 0.0]
 
     References:
         Raffel, Luong, Liu, Weiss, Eck. Online and Linear-Time Attention by Enforcing Monotonic
