@@ -9,13 +9,29 @@ STAMP := $(VENV)/.installed
 # skipped there (conftest.py), and the summary says why.
 BACKEND_TESTS := -m "not figures and not slow"
 
+# TensorFlow's start-up messages about hardware this machine lacks (no CUDA driver, oneDNN and
+# CPU-feature notes, printed before TF_CPP_MIN_LOG_LEVEL takes effect): `make demo` hides these
+# lines only; every other line, warnings and errors included, is printed.
+TF_NOISE := absl::InitializeLog|oneDNN custom operations|cudart_stub\.cc|cuda_platform\.cc|failed call to cuInit|cpu_feature_guard\.cc|To enable the following instructions|rebuild TensorFlow with the appropriate
+SHELL := /bin/bash
+
 .PHONY: setup test test-tensorflow test-jax test-torch test-backends-slow test-figures test-fast demo lint format bench clean
 
-$(STAMP): pyproject.toml
+DEMO_STAMP := $(VENV)/.installed-examples
+
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+# Everything the tests need (the three backends, pytest, the examples' packages).
+$(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev,examples]"
 	touch $(STAMP)
+
+# What the demo needs only (TensorFlow, tf-text, babel, matplotlib: no JAX, PyTorch or pytest).
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[examples]"
+	touch $(DEMO_STAMP)
 
 setup: $(STAMP)
 
@@ -44,8 +60,9 @@ test-figures: $(STAMP)
 test-fast: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m "not slow"
 
-demo: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) examples/translate.py --output-dir demo_output
+demo: $(DEMO_STAMP)
+	set -o pipefail; TF_CPP_MIN_LOG_LEVEL=2 $(PY) -u examples/translate.py --output-dir demo_output \
+		2> >(grep -v -E '$(TF_NOISE)' >&2)
 
 lint: $(STAMP)
 	$(PY) -m ruff check keras_attention tests examples benchmarks

@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               {model_dir}  (SavedModel, signatures serving_default and translate)
               {output / "request.json"}  {output / "response.json"}
             Serve it:
-              docker run -p 8501:8501 -v {model_dir.parent}:/models/translator \\
+              docker run -p 8501:8501 -v {model_dir.parent.resolve()}:/models/translator \\
                   -e MODEL_NAME=translator tensorflow/serving
               curl -d @{output / "request.json"} \\
                   http://localhost:8501/v1/models/translator:predict"""

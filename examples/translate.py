@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               {model_path}  (Keras model with its tokenizers)
               {model_dir}  (SavedModel: serving_default on ids, translate on strings)
               {output / "alignments"}/  ({len(heatmaps)} alignment heatmaps)
-            serve: docker run -p 8501:8501 -v {model_dir.parent}:/models/translator \\
+            serve: docker run -p 8501:8501 -v {model_dir.parent.resolve()}:/models/translator \\
                        -e MODEL_NAME=translator tensorflow/serving"""
         )
     )

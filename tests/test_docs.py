@@ -29,3 +29,22 @@ def test_readme_has_snippets():
 def test_readme_snippet_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # snippets may write files
     exec(compile(SNIPPETS[index], f"README.md snippet {index}", "exec"), {})
+
+
+WALKTHROUGH = README.parent / "docs" / "walkthrough.md"
+
+
+def test_walkthrough_doctests():
+    """Every number in docs/walkthrough.md is printed by code that runs (on every backend)."""
+    import doctest
+
+    pytest.importorskip("matplotlib")
+    result = doctest.testfile(
+        str(WALKTHROUGH),
+        module_relative=False,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+        raise_on_error=False,
+        verbose=False,
+    )
+    assert result.attempted > 40
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"

@@ -8,6 +8,7 @@ and the output layout — lives here once.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import numbers
 from typing import Any
@@ -142,7 +143,6 @@ class BaseAttention(keras.layers.Layer):
         if self.dropout > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
         self.supports_masking = True
-        self._output_keeps_query_mask = False
 
     # ------------------------------------------------------------------ weights
     def _add_kernel(self, name: str, shape: tuple, initializer: Any = None):
@@ -275,7 +275,6 @@ class BaseAttention(keras.layers.Layer):
             valid = ops.expand_dims(ops.cast(query_mask, "bool"), -1)
             output = ops.where(valid, output, ops.zeros_like(output))
         squeeze = pooling or single_step
-        self._output_keeps_query_mask = not squeeze
         if squeeze:
             output = output[:, 0]
             weights = None if weights is None else weights[:, 0]
@@ -283,14 +282,66 @@ class BaseAttention(keras.layers.Layer):
             return output, weights
         return output
 
+    def __call__(self, *args, **kwargs):
+        # Keras hands `compute_mask` only the first call argument, which cannot tell pooling,
+        # `layer(x)`, from `layer(query, value)`: the call form is read from this call's own
+        # arguments and seen by `compute_mask` for the duration of this call only.
+        token = _CALL_FORM.set(_call_form(args, kwargs))
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            _CALL_FORM.reset(token)
+
     def compute_mask(self, inputs, mask=None):
-        # `call` just ran on these inputs: outputs with a time axis keep the query mask
-        # (as keras.layers.Attention does); pooled and single-step outputs have none.
-        if not self._output_keeps_query_mask or mask is None:
+        """The output mask: the query mask when the output has the query's time axis.
+
+        As `keras.layers.Attention`: a list `[query, value(, key)]` with masks
+        `[query_mask, ...]` gives `query_mask`; `layer(query, value)` with a `[B, T, d]` query
+        keeps the query's mask. Single-step queries `[B, d]` and attention pooling `layer(x)`
+        return `[B, d]`, which has no mask. Called outside a layer call with one tensor,
+        `inputs` is read as the pooling form. It depends on its arguments only, never on an
+        earlier call.
+        """
+        if mask is None:
             return None
-        if isinstance(mask, (list, tuple)):
-            return mask[0]
-        return mask
+        form = _CALL_FORM.get()
+        if isinstance(inputs, (list, tuple)):
+            query = inputs[0] if inputs else None
+            query_mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+        elif form == "query_value":
+            query = inputs
+            query_mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+        else:  # pooling: one sequence in, one vector out
+            return None
+        if query_mask is None or (query is not None and len(getattr(query, "shape", ())) == 2):
+            return None
+        return ops.convert_to_tensor(query_mask)
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        """Shape of the output for the call form the shapes describe.
+
+        `[query_shape, value_shape(, key_shape)]` (or the shapes as separate arguments):
+        `(*query_shape[:-1], d)`; one sequence's shape alone (pooling): `(B, d)`. `d` is
+        `attention_units` when set, else the value size.
+        """
+        if query_shape is not None and not _is_shape(query_shape):
+            shapes = list(query_shape)
+            check_list_length(self.name, len(shapes))
+            query_shape, value_shape = shapes[0], shapes[1]
+            key_shape = shapes[2] if len(shapes) == 3 else None
+        query_shape = tuple(query_shape)
+        pooling = value_shape is None and key_shape is None
+        value_shape = query_shape if value_shape is None else tuple(value_shape)
+        size = self.attention_units or value_shape[-1]
+        if pooling:
+            return (query_shape[0], size)
+        return (*query_shape[:-1], size)
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Trace `call` (Keras' default when no `compute_output_shape` exists), so that every
+        # argument check of `call` also runs on symbolic inputs, and the optional weights
+        # output follows `return_attention_scores` of this call alone.
+        return keras.Operation.compute_output_spec(self, *args, **kwargs)
 
     # ------------------------------------------------------------------ step API
     def prepare_memory(self, value, key=None, mask=None):
@@ -441,6 +492,19 @@ class BaseAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+_CALL_FORM: contextvars.ContextVar = contextvars.ContextVar("call_form", default=None)
+
+
+def _call_form(args: tuple, kwargs: dict) -> str:
+    """`"list"`, `"query_value"` or `"pooling"`, from the arguments of one layer call."""
+    query = args[0] if args else kwargs.get("query")
+    if isinstance(query, (list, tuple)):
+        return "list"
+    value = args[1] if len(args) > 1 else kwargs.get("value")
+    key = args[2] if len(args) > 2 else kwargs.get("key")
+    return "pooling" if value is None and key is None else "query_value"
 
 
 def _zero_padding(x, mask):
