@@ -118,12 +118,19 @@ def export_litert(
     length_penalty = check_length_penalty(length_penalty)
     if not greedy and beam_width == 1:
         raise ValueError(
-            "Nothing to export: greedy=False and beam_width=1. Received: greedy=False, "
-            "beam_width=1"
+            "Nothing to export: greedy=False and beam_width=1. Received: greedy=False, beam_width=1"
+        )
+    source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
+    if strings and (source_tok is None or target_tok is None):
+        raise ValueError(
+            "strings=True needs the model's source and target tokenizers. Received: "
+            f"source_tokenizer={source_tok!r}, target_tokenizer={target_tok!r}"
         )
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
-        raise FileExistsError(f"`path` already exists: {path!r}. Pass overwrite=True to replace it.")
+        raise FileExistsError(
+            f"`path` already exists: {path!r}. Pass overwrite=True to replace it."
+        )
 
     spec = tf.TensorSpec([batch_size, source_length], tf.int32, name="source_ids")
 
@@ -159,17 +166,11 @@ def export_litert(
         setattr(module, name, function)
         signatures[name] = function.get_concrete_function(spec)
     if strings:
-        source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
-        if source_tok is None or target_tok is None:
-            raise ValueError(
-                "strings=True needs the model's source and target tokenizers. Received: "
-                f"source_tokenizer={source_tok!r}, target_tokenizer={target_tok!r}"
-            )
 
         def translate(inputs):
             ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
             ids = tf.pad(ids, [[0, 0], [0, source_length - tf.shape(ids)[1]]])
-            ids = tf.ensure_shape(ids[:, :source_length], [batch_size, source_length])
+            ids = tf.reshape(ids[:, :source_length], [batch_size, source_length])
             result = search(ids, beam_width)
             return {"outputs": target_tok.detokenize(result["ids"]), "scores": result["scores"]}
 
@@ -204,10 +205,9 @@ def _conversion_error(error: Exception, model: Any) -> LiteRTConversionError:
         set(re.findall(r"failed to legalize operation '(?:tf\.)?(\w+)'", text)) - set(names)
     )
     config = {k: model.get_config()[k] for k in ("rnn", "attention", "score_mode", "alignment")}
-    detail = text.strip().splitlines()[-1][:500] if text.strip() else type(error).__name__
     return LiteRTConversionError(
-        "LiteRT's builtin ops cannot express this model's search: the converter could not "
-        f"lower {', '.join(names) if names else 'some ops'} (model {config}). Converter "
-        f"message: {detail}",
+        "LiteRT's builtin ops cannot express this graph: the converter could not lower "
+        f"{', '.join(names) if names else 'some ops'} (model {config}). Converter message "
+        f"(start): {text.strip()[:300]}",
         names,
     )
