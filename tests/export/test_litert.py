@@ -66,8 +66,13 @@ def trained():
         tokens = list(row[: int(np.argmax(row == 3))][::-1])
         target_in[i, : len(tokens) + 1] = [2, *tokens]
         labels[i, : len(tokens) + 1] = [*tokens, 3]
-    model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
-    model.fit({"source_ids": source, "target_ids": target_in}, labels, epochs=3, verbose=0)
+    model.compile(
+        keras.optimizers.Adam(1e-2),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    model.fit(
+        {"source_ids": source, "target_ids": target_in}, labels, batch_size=32, epochs=4, verbose=0
+    )
     return model
 
 
