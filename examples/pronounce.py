@@ -291,7 +291,7 @@ class TrainingControl(keras.callbacks.Callback):
 
 # ---------------------------------------------------------------- evaluation
 def predict(translator, words, vocabulary, batch_size=1024):
-    """Pronunciations (phoneme tuples) and alignments' source of `words`, batched by length."""
+    """Pronunciations (phoneme tuples) of `words`, decoded in batches of similar length."""
     order = sorted(range(len(words)), key=lambda i: len(words[i]))
     out: list[Any] = [None] * len(words)
     for start in range(0, len(order), batch_size):

@@ -144,7 +144,6 @@ def test_keras_metrics_match_the_numpy_form():
     assert float(to_numpy(wer.result())) == 0.0
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(BACKEND == "torch", reason="torch.compile of the metric loop is minutes")
 def test_batch_edit_distance_compiles():
     preds, refs = _padded([[4, 5], [6]], 5), _padded([[4, 6, 5], [6]], 5)
