@@ -425,12 +425,15 @@ class BaseAttention(keras.layers.Layer):
         Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
         queries to fill a block (a single decoder step, T = 1, gathers its one window).
         Dropout in training keeps the window path, so the dropout mask is drawn over the same
-        `[B, T, 2D+1]` weights as always.
+        `[B, T, 2D+1]` weights as always. Eager JAX keeps it too: there every op is compiled on
+        its own, and the blocks' and tiles' extra ops cost seconds of compilation per shape.
         """
         steps, length = query.shape[1], keys.shape[1]
         if not self._dot_type_score() or steps is None or length is None:
             return "windows"
         if training and self.dropout > 0:
+            return "windows"
+        if not _compiled_or_graph(query):
             return "windows"
         radius = self.window_radius
         if self.alignment == "local_monotonic" and default_positions:
@@ -484,6 +487,15 @@ class BaseAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _compiled_or_graph(x) -> bool:
+    """False only for a concrete (eager) JAX array; True on the other backends."""
+    if keras.backend.backend() != "jax":
+        return True
+    import jax  # the JAX backend is active, so JAX is installed
+
+    return isinstance(x, jax.core.Tracer)
 
 
 def _zero_padding(x, mask):

@@ -16,7 +16,7 @@ import pytest
 from keras_attention import LuongAttention
 from keras_attention import functional as F
 from tests import reference
-from tests.backend_utils import jit, to_numpy, value_and_grad, variable
+from tests.backend_utils import BACKEND, jit, to_numpy, value_and_grad, variable
 from tests.conftest import layer_weights, random_batch, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
@@ -39,6 +39,16 @@ def _paths(monkeypatch):
     monkeypatch.setattr(F, "blocked_window_attention", count_blocks)
     monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
     return calls
+
+
+def _call(layer, query, value, mask, **kwargs):
+    """`layer([query, value], mask=[None, mask], **kwargs)`; under `jax.jit` on JAX, where
+    eager calls keep the window path (see `BaseAttention._local_path`)."""
+
+    def call(q, v, m):
+        return layer([q, v], mask=[None, m], **kwargs)
+
+    return (jit(call) if BACKEND == "jax" else call)(query, value, mask)
 
 
 CASES = [
@@ -70,9 +80,11 @@ def test_fast_paths_match_reference(
     layer.build([query.shape, value.shape])
     randomize_weights(layer, rng)
     calls = _paths(monkeypatch)
-    out, weights = layer(
-        [query, value],
-        mask=[None, mask],
+    out, weights = _call(
+        layer,
+        query,
+        value,
+        mask,
         query_positions=positions,
         use_causal_mask=causal,
         return_attention_scores=True,
@@ -93,9 +105,7 @@ def test_fast_paths_match_reference(
     np.testing.assert_allclose(to_numpy(weights), ref_weights, **TOL)
     np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
     # The same call without weights takes the same path and gives the same output.
-    plain = layer(
-        [query, value], mask=[None, mask], query_positions=positions, use_causal_mask=causal
-    )
+    plain = _call(layer, query, value, mask, query_positions=positions, use_causal_mask=causal)
     np.testing.assert_allclose(to_numpy(plain), to_numpy(out), rtol=1e-6, atol=1e-6)
 
 
@@ -109,7 +119,7 @@ def test_predictive_centres_in_one_chunk(monkeypatch):
     layer.build([query.shape, value.shape])
     randomize_weights(layer, rng)
     calls = _paths(monkeypatch)
-    out, weights = layer([query, value], return_attention_scores=True)
+    out, weights = _call(layer, query, value, None, return_attention_scores=True)
     assert calls["tiles"] == 1
     ref_out, ref_weights = reference.attention(
         query,
@@ -123,6 +133,7 @@ def test_predictive_centres_in_one_chunk(monkeypatch):
     np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
 
 
+@pytest.mark.slow  # seconds on TF; tens of seconds on eager JAX (op-by-op autodiff)
 @pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
 def test_fast_path_gradients_match_window_path(alignment):
     """Gradients w.r.t. query, memory and every weight equal the gathered-window path's."""
@@ -136,16 +147,19 @@ def test_fast_path_gradients_match_window_path(alignment):
 
     def loss():
         out = layer([q, v], mask=[None, mask])
-        return keras.ops.sum(out * np.linspace(-1.0, 1.0, 4).astype("float32"))
+        return keras.ops.sum(
+            out * keras.ops.convert_to_tensor(np.linspace(-1.0, 1.0, 4), "float32")
+        )
 
     fast_loss, fast = value_and_grad(loss, targets)
     layer._local_path = lambda *args: "windows"
     slow_loss, slow = value_and_grad(loss, targets)
-    np.testing.assert_allclose(float(fast_loss), float(slow_loss), rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(fast_loss), to_numpy(slow_loss), rtol=1e-5)
     for a, b in zip(fast, slow, strict=True):
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # 3-4 s on TF; minutes under torch.compile
 @pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
 def test_fast_paths_compile(alignment):
     """XLA (TensorFlow, JAX) compiles both paths; PyTorch runs them eagerly."""
