@@ -116,18 +116,21 @@ def worker(cfg: dict) -> dict:
     baseline_kib = _rss_kib()
     maxrss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    times = []
+    times, cpu_times = [], []
     for i in range(cfg["warmup"] + cfg["repeats"]):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         loss, _ = step(query, memory)
         float(loss)
         if i >= cfg["warmup"]:
             times.append(time.perf_counter() - start)
+            cpu_times.append(time.process_time() - cpu_start)
     maxrss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "alignment": cfg["alignment"],
         "size": L,
-        "step_s": C.median(times),
+        "step_s": C.median(cpu_times if cfg["clock"] == "cpu" else times),
+        "wall_s": C.median(times),
+        "cpu_s": C.median(cpu_times),
         "step_s_all": times,
         "peak_mib": (maxrss_kib - baseline_kib) / 1024,
         "peak_is_bound": maxrss_kib <= maxrss_before_kib,
@@ -166,6 +169,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--jit-compile", action="store_true", help="tf.function(jit_compile=True)")
     parser.add_argument("--forward", action="store_true", help="time the forward pass only")
     parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time per step: wall clock, or the process's CPU time (all threads; less "
+        "sensitive to other jobs on a shared machine)",
+    )
+    parser.add_argument(
         "--global-max-size", type=int, default=None, help="skip global attention above this S"
     )
     parser.add_argument("--json", metavar="PATH", default=None, help="also write results here")
@@ -188,7 +198,7 @@ def main(argv=None) -> dict:
     print(
         f"# bench_local: LuongAttention(score_mode='general'), B={batch}, T=S in {sizes}, "
         f"d={dim}, D={radius}, float32, {'forward' if args.forward else 'forward+backward'}, "
-        f"XLA={'yes' if args.jit_compile else 'no'}"
+        f"XLA={'yes' if args.jit_compile else 'no'}, clock={args.clock}"
     )
     print(
         f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, Keras "
@@ -214,6 +224,7 @@ def main(argv=None) -> dict:
                     "warmup": args.warmup,
                     "jit": args.jit_compile,
                     "forward": args.forward,
+                    "clock": args.clock,
                 }
                 res = run_worker(cfg)
                 results.setdefault((size, alignment), []).append(res)
