@@ -53,7 +53,7 @@ import _common as C  # first: sets the TF/Keras environment before they are impo
 
 ALIGNMENTS = ("global", "local_predictive", "local_monotonic", "floor")
 # The same layers forced onto the gathered-window path (the formulation before blocks and tiles).
-WINDOW_PATHS = ("local_predictive/windows", "local_monotonic/windows")
+WINDOW_PATHS = ("local_predictive/windows", "local_monotonic/windows", "local_predictive/tiles")
 TARGET_SPEEDUP = 20.0
 
 
@@ -79,7 +79,7 @@ def worker(cfg: dict) -> dict:
     query = tf.constant(rng.standard_normal((B, L, d)), "float32")
     memory = tf.constant(rng.standard_normal((B, L, d)), "float32")
     floor = cfg["alignment"] == "floor"
-    alignment = cfg["alignment"].removesuffix("/windows")
+    alignment = cfg["alignment"].split("/")[0]
     layer = LuongAttention(
         score_mode="general",
         alignment="local_predictive" if floor else alignment,
@@ -88,6 +88,7 @@ def worker(cfg: dict) -> dict:
     layer.build([query.shape, memory.shape])
     if cfg["alignment"].endswith("/windows"):
         layer._local_path = lambda *args: "windows"
+    layer._tiles_for_free_centres = cfg["alignment"].endswith("/tiles")
     variables = layer.trainable_variables
 
     def forward(q, m):

@@ -413,13 +413,18 @@ class BaseAttention(keras.layers.Layer):
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights
 
+    # Tiles for free centres (local-p, given positions) are exact but measured no faster than
+    # gathered windows on CPU under XLA (BENCHMARKS.md §2): off by default, kept for GPUs and
+    # larger radii, tested through this switch.
+    _tiles_for_free_centres = False
+
     def _local_path(self, query, keys, training, default_positions: bool) -> str:
         """How local attention is computed: "blocks", "tiles" or "windows".
 
         - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
           (query t at step t), blocks of consecutive queries against one contiguous key span.
         - "tiles" (`functional.tiled_window_attention`): any centres, sorted and grouped by
-          key chunk.
+          key chunk; only with `_tiles_for_free_centres` (off by default).
         - "windows": one gathered window per query, for everything else.
 
         Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
@@ -438,6 +443,8 @@ class BaseAttention(keras.layers.Layer):
         radius = self.window_radius
         if self.alignment == "local_monotonic" and default_positions:
             return "blocks" if steps >= F.block_size(radius) else "windows"
+        if not self._tiles_for_free_centres:
+            return "windows"
         q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
         return "tiles" if steps >= q_tile and length >= chunk else "windows"
 

@@ -15,6 +15,7 @@ import pytest
 
 from keras_attention import LuongAttention
 from keras_attention import functional as F
+from keras_attention.layers.base_attention import BaseAttention
 from tests import reference
 from tests.backend_utils import BACKEND, jit, to_numpy, value_and_grad, variable
 from tests.conftest import layer_weights, random_batch, randomize_weights
@@ -24,7 +25,7 @@ RADIUS = 2  # blocks of 32 queries, tiles of 16 queries over chunks of 16 keys
 
 
 def _paths(monkeypatch):
-    """Count the calls of the two fast paths made through `functional`."""
+    """Count the calls of the two fast paths made through `functional`; tiles switched on."""
     calls = {"blocks": 0, "tiles": 0}
     blocked, tiled = F.blocked_window_attention, F.tiled_window_attention
 
@@ -36,6 +37,7 @@ def _paths(monkeypatch):
         calls["tiles"] += 1
         return tiled(*args, **kwargs)
 
+    monkeypatch.setattr(BaseAttention, "_tiles_for_free_centres", True)
     monkeypatch.setattr(F, "blocked_window_attention", count_blocks)
     monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
     return calls
@@ -135,8 +137,9 @@ def test_predictive_centres_in_one_chunk(monkeypatch):
 
 @pytest.mark.slow  # seconds on TF; tens of seconds on eager JAX (op-by-op autodiff)
 @pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
-def test_fast_path_gradients_match_window_path(alignment):
+def test_fast_path_gradients_match_window_path(monkeypatch, alignment):
     """Gradients w.r.t. query, memory and every weight equal the gathered-window path's."""
+    _paths(monkeypatch)
     rng = np.random.default_rng(7)
     query, value, mask = random_batch(rng, batch=2, steps=40, memory=50, d_query=4, d_memory=4)
     layer = LuongAttention("general", alignment, window_radius=RADIUS, use_scale=True)
@@ -161,8 +164,9 @@ def test_fast_path_gradients_match_window_path(alignment):
 
 @pytest.mark.slow  # 3-4 s on TF; minutes under torch.compile
 @pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
-def test_fast_paths_compile(alignment):
+def test_fast_paths_compile(monkeypatch, alignment):
     """XLA (TensorFlow, JAX) compiles both paths; PyTorch runs them eagerly."""
+    _paths(monkeypatch)
     rng = np.random.default_rng(5)
     query, value, mask = random_batch(rng, batch=2, steps=40, memory=50, d_query=4, d_memory=4)
     layer = LuongAttention("general", alignment, window_radius=RADIUS)
