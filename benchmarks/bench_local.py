@@ -34,8 +34,20 @@ Method:
 - Growth factors: figure at S divided by figure at the previous size (4× in S by default):
   linear ≈ 4×, quadratic ≈ 16×.
 
+Contenders besides the three alignments: `local_predictive/windows`, `local_monotonic/windows`
+(the layer forced onto the gathered-window path, the formulation before blocks) and
+`local_predictive/tiles` (the exact tiled formulation, off by default in the layers), and
+`floor`: the dense work every local_predictive formulation must do (query projection, position
+network, one read of the inputs, one write of the output); the script multiplies it by
+1 + (2D+1)/d for the window arithmetic and prints local / floor. `--forward` times the forward
+pass only; `--clock cpu` reports the process CPU time (all threads) instead of wall time, for a
+machine shared with other jobs; `--global-max-size` skips global attention above a size.
+
 Usage:
     python benchmarks/bench_local.py                       # full sweep, 4–5 min on 2 cores
+    python benchmarks/bench_local.py --jit-compile --forward --batch 2 --dim 64 \
+        --sizes 1024 4096 16384 --global-max-size 4096 --alignments global local_predictive \
+        local_monotonic local_monotonic/windows floor --clock cpu     # issue 15's forward goal
     python benchmarks/bench_local.py --quick               # tiny sizes, a smoke test
     python benchmarks/bench_local.py --sizes 512 2048 --repeats 3
 """
