@@ -434,7 +434,8 @@ class BaseAttention(keras.layers.Layer):
         its own, and the blocks' and tiles' extra ops cost seconds of compilation per shape.
         """
         steps, length = query.shape[1], keys.shape[1]
-        if not self._dot_type_score() or steps is None or length is None:
+        # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
+        if not self._dot_type_score() or not (isinstance(steps, int) and isinstance(length, int)):
             return "windows"
         if training and self.dropout > 0:
             return "windows"
