@@ -14,6 +14,10 @@ One train step = forward, loss, backward, Adam update. Our contenders (jit_compi
   `model.train_on_batch` (the path a Keras user takes);
 - `ours tf.function`: the same model in a hand-written `tf.function(jit_compile=False|True)`
   (`GradientTape`, `optimizer.apply_gradients`), exactly the step the tfa script runs.
+- `plain keras LSTM, no attention (floor)`: the same embedding, `keras.layers.LSTM(256)` and
+  output layer without attention, in the same hand-written step: what the decoder costs
+  without attention. The script prints ours / plain (the attention's cost; the goal is
+  <= 1.5x) and fastest ours / fastest tfa (jit or not, whichever is faster for each).
 
 The reference (benchmarks/tfa_decoder_step.py, in its own TF 2.15 + tensorflow-addons 0.23
 environment): `tfa.seq2seq.AttentionWrapper(LSTMCell(256), LuongAttention(256),
@@ -119,6 +123,18 @@ def build_model(T, S, d, vocab) -> keras.Model:
     return keras.Model([ids, memory, memory_mask], logits, name="luong_decoder")
 
 
+def build_plain_model(T, S, d, vocab) -> keras.Model:
+    """The floor: the same embedding, LSTM size and output layer, no attention (a plain
+    `keras.layers.LSTM`); it takes the memory inputs too, and ignores them."""
+    ids = keras.Input((T,), dtype="int32", name="ids")
+    memory = keras.Input((S, d), name="memory")
+    memory_mask = keras.Input((S,), dtype="bool", name="memory_mask")
+    embedded = keras.layers.Embedding(vocab, d, name="embedding")(ids)
+    states = keras.layers.LSTM(d, return_sequences=True, name="decoder")(embedded)
+    logits = keras.layers.Dense(vocab, name="logits")(states)
+    return keras.Model([ids, memory, memory_mask], logits, name="plain_lstm_decoder")
+
+
 def fit_step(T, S, d, vocab, jit, data) -> Callable:
     """`model.train_on_batch` of a model compiled with `jit_compile=jit`."""
     keras.utils.set_random_seed(0)
@@ -136,10 +152,10 @@ def fit_step(T, S, d, vocab, jit, data) -> Callable:
     return run
 
 
-def function_step(T, S, d, vocab, jit, data) -> tuple[Callable, keras.Model]:
+def function_step(T, S, d, vocab, jit, data, build=None) -> tuple[Callable, keras.Model]:
     """A hand-written `tf.function(jit_compile=jit)` train step (the same as the tfa script's)."""
     keras.utils.set_random_seed(0)
-    model = build_model(T, S, d, vocab)
+    model = (build or build_model)(T, S, d, vocab)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(1e-3)
     optimizer.build(model.trainable_variables)
@@ -245,8 +261,8 @@ def warm_and_calibrate(case, worker, warmup, block_seconds) -> None:
 
 
 def interleaved(cases: list[Case]) -> list[Case]:
-    """Ours and tfa alternating (ours, tfa, ours, tfa, ...), then the rest."""
-    ours = [c for c in cases if c.contender == "ours"]
+    """Ours (and the plain-LSTM floor) and tfa alternating (ours, tfa, ours, ...), then the rest."""
+    ours = [c for c in cases if c.contender in ("ours", "plain")]
     tfa = [c for c in cases if c.contender == "tfa"]
     order = []
     while ours or tfa:
@@ -475,6 +491,9 @@ def main(argv=None) -> dict:
         help="python of the tfa environment ('none' to skip; default: %(default)s)",
     )
     parser.add_argument("--profile", action="store_true", help="profile ours (no jit) too")
+    parser.add_argument(
+        "--no-plain", action="store_true", help="leave out the plain keras LSTM decoder (floor)"
+    )
     parser.add_argument("--matmul-n", type=int, default=None)
     parser.add_argument(
         "--scan-lengths",
@@ -556,6 +575,9 @@ def main(argv=None) -> dict:
             )
         if worker:
             cases.append(Case("tfa 0.23 AttentionWrapper", "tfa", jit, flops))
+        if not args.no_plain:
+            run, _ = function_step(T, S, d, V, jit, data, build=build_plain_model)
+            cases.append(Case("plain keras LSTM, no attention (floor)", "plain", jit, flops, run))
     rng = np.random.default_rng(1)
     a = tf.constant(rng.standard_normal((N, N)), "float32")
     b = tf.constant(rng.standard_normal((N, N)), "float32")
@@ -674,6 +696,30 @@ def main(argv=None) -> dict:
             f"matmul {N}³ in the tfa process (TF {tfa_info['tensorflow']}): "
             f"{tfa_matmul:.1f} GFLOP/s (for information; the % column uses ours)"
         )
+    floor_ratios = {}
+    for jit in (False, True):
+        ours = next((c for c in cases if c.name == "ours tf.function" and c.jit is jit), None)
+        plain = next((c for c in cases if c.contender == "plain" and c.jit is jit), None)
+        if ours and plain and ours.times and plain.times:
+            ratio = C.median([o / p for o, p in zip(ours.times, plain.times, strict=True)])
+            floor_ratios[f"jit={jit}"] = ratio
+            print(
+                f"ours tf.function / plain LSTM (jit {'on' if jit else 'off'}): {ratio:.2f}× "
+                "the time (median of per-round ratios; the attention's cost; goal <= 1.5×)"
+            )
+    best = {}
+    for contender in ("ours", "tfa"):
+        timed = [c for c in cases if c.contender == contender and c.times]
+        if timed:
+            best[contender] = min(timed, key=lambda c: C.median(c.times))
+    if len(best) == 2:
+        ratio = C.median(best["ours"].times) / C.median(best["tfa"].times)
+        floor_ratios["ours_best/tfa_best"] = ratio
+        print(
+            f"fastest ours ({best['ours'].name}, jit {best['ours'].jit}) / fastest tfa "
+            f"(jit {best['tfa'].jit}): {ratio:.2f}× the time ({1 / ratio:.2f}× tfa's speed; "
+            "goal >= 2×)"
+        )
     print(f"warm-up {warm_s:.0f} s, timed rounds {timed_s:.0f} s")
 
     result = {
@@ -696,6 +742,7 @@ def main(argv=None) -> dict:
         "tfa_process_matmul_gflop_per_s": tfa_matmul,
         "initial_loss": initial_losses,
         "results": records,
+        "time_ratios": floor_ratios,
     }
     if args.profile:
         result["profile"] = profile(T, S, d, V, data)

@@ -34,8 +34,20 @@ Method:
 - Growth factors: figure at S divided by figure at the previous size (4× in S by default):
   linear ≈ 4×, quadratic ≈ 16×.
 
+Contenders besides the three alignments: `local_predictive/windows`, `local_monotonic/windows`
+(the layer forced onto the gathered-window path, the formulation before blocks) and
+`local_predictive/tiles` (the exact tiled formulation, off by default in the layers), and
+`floor`: the dense work every local_predictive formulation must do (query projection, position
+network, one read of the inputs, one write of the output); the script multiplies it by
+1 + (2D+1)/d for the window arithmetic and prints local / floor. `--forward` times the forward
+pass only; `--clock cpu` reports the process CPU time (all threads) instead of wall time, for a
+machine shared with other jobs; `--global-max-size` skips global attention above a size.
+
 Usage:
     python benchmarks/bench_local.py                       # full sweep, 4–5 min on 2 cores
+    python benchmarks/bench_local.py --jit-compile --forward --batch 2 --dim 64 \
+        --sizes 1024 4096 16384 --global-max-size 4096 --alignments global local_predictive \
+        local_monotonic local_monotonic/windows floor --clock cpu     # issue 15's forward goal
     python benchmarks/bench_local.py --quick               # tiny sizes, a smoke test
     python benchmarks/bench_local.py --sizes 512 2048 --repeats 3
 """
@@ -51,7 +63,9 @@ import time
 
 import _common as C  # first: sets the TF/Keras environment before they are imported
 
-ALIGNMENTS = ("global", "local_predictive", "local_monotonic")
+ALIGNMENTS = ("global", "local_predictive", "local_monotonic", "floor")
+# The same layers forced onto the gathered-window path (the formulation before blocks and tiles).
+WINDOW_PATHS = ("local_predictive/windows", "local_monotonic/windows", "local_predictive/tiles")
 TARGET_SPEEDUP = 20.0
 
 
@@ -76,35 +90,65 @@ def worker(cfg: dict) -> dict:
     rng = np.random.default_rng(0)
     query = tf.constant(rng.standard_normal((B, L, d)), "float32")
     memory = tf.constant(rng.standard_normal((B, L, d)), "float32")
+    floor = cfg["alignment"] == "floor"
+    alignment = cfg["alignment"].split("/")[0]
     layer = LuongAttention(
-        score_mode="general", alignment=cfg["alignment"], window_radius=cfg["radius"]
+        score_mode="general",
+        alignment="local_predictive" if floor else alignment,
+        window_radius=cfg["radius"],
     )
     layer.build([query.shape, memory.shape])
+    if cfg["alignment"].endswith("/windows"):
+        layer._local_path = lambda *args: "windows"
+    layer._tiles_for_free_centres = cfg["alignment"].endswith("/tiles")
     variables = layer.trainable_variables
+
+    def forward(q, m):
+        if not floor:
+            return layer([q, m])
+        # The dense work every local_predictive formulation must do, O(T·d²): the query
+        # projection s W_gᵀ and the position network v_p · tanh(s W_p); plus one read of the
+        # memory. No window is scored (that work is added analytically, see `floor_ms`).
+        flat = tf.reshape(q, (-1, d))
+        projected = tf.matmul(flat, layer.score_kernel, transpose_b=True)
+        logit = tf.linalg.matvec(
+            tf.tanh(tf.matmul(flat, layer.position_kernel)), layer.position_vector
+        )
+        return (
+            tf.reshape(projected, tf.shape(q))
+            * tf.reshape(tf.sigmoid(logit), tf.shape(q)[:2])[..., None]
+            + m
+        )
 
     @tf.function(jit_compile=cfg["jit"])
     def step(q, m):
+        if cfg["forward"]:
+            out = forward(q, m)
+            return tf.reduce_sum(out), out
         with tf.GradientTape() as tape:
             tape.watch([q, m])
-            loss = tf.reduce_sum(layer([q, m]))
+            loss = tf.reduce_sum(forward(q, m))
         return loss, tape.gradient(loss, [q, m, *variables])
 
     step.get_concrete_function(query, memory)  # trace now so the graph is in the baseline
     baseline_kib = _rss_kib()
     maxrss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    times = []
+    times, cpu_times = [], []
     for i in range(cfg["warmup"] + cfg["repeats"]):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         loss, _ = step(query, memory)
         float(loss)
         if i >= cfg["warmup"]:
             times.append(time.perf_counter() - start)
+            cpu_times.append(time.process_time() - cpu_start)
     maxrss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "alignment": cfg["alignment"],
         "size": L,
-        "step_s": C.median(times),
+        "step_s": C.median(cpu_times if cfg["clock"] == "cpu" else times),
+        "wall_s": C.median(times),
+        "cpu_s": C.median(cpu_times),
         "step_s_all": times,
         "peak_mib": (maxrss_kib - baseline_kib) / 1024,
         "peak_is_bound": maxrss_kib <= maxrss_before_kib,
@@ -139,8 +183,21 @@ def main(argv=None) -> dict:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--radius", type=int, default=10, help="D, the window half-width")
-    parser.add_argument("--alignments", nargs="+", default=list(ALIGNMENTS), choices=ALIGNMENTS)
+    parser.add_argument(
+        "--alignments", nargs="+", default=list(ALIGNMENTS), choices=ALIGNMENTS + WINDOW_PATHS
+    )
     parser.add_argument("--jit-compile", action="store_true", help="tf.function(jit_compile=True)")
+    parser.add_argument("--forward", action="store_true", help="time the forward pass only")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time per step: wall clock, or the process's CPU time (all threads; less "
+        "sensitive to other jobs on a shared machine)",
+    )
+    parser.add_argument(
+        "--global-max-size", type=int, default=None, help="skip global attention above this S"
+    )
     parser.add_argument("--json", metavar="PATH", default=None, help="also write results here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -160,7 +217,8 @@ def main(argv=None) -> dict:
     info = C.machine_info()
     print(
         f"# bench_local: LuongAttention(score_mode='general'), B={batch}, T=S in {sizes}, "
-        f"d={dim}, D={radius}, float32, forward+backward, XLA={'yes' if args.jit_compile else 'no'}"
+        f"d={dim}, D={radius}, float32, {'forward' if args.forward else 'forward+backward'}, "
+        f"XLA={'yes' if args.jit_compile else 'no'}, clock={args.clock}"
     )
     print(
         f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, Keras "
@@ -174,6 +232,8 @@ def main(argv=None) -> dict:
     for r in range(rounds):
         for size in sizes:
             for alignment in C.rotated(alignments, r + sizes.index(size)):
+                if alignment == "global" and size > (args.global_max_size or size):
+                    continue
                 cfg = {
                     "alignment": alignment,
                     "size": size,
@@ -183,6 +243,8 @@ def main(argv=None) -> dict:
                     "repeats": repeats,
                     "warmup": args.warmup,
                     "jit": args.jit_compile,
+                    "forward": args.forward,
+                    "clock": args.clock,
                 }
                 res = run_worker(cfg)
                 results.setdefault((size, alignment), []).append(res)
@@ -202,17 +264,19 @@ def main(argv=None) -> dict:
     rows, records = [], []
     for size in sizes:
         for alignment in alignments:
+            if (size, alignment) not in results:  # global above --global-max-size
+                continue
             ms = 1e3 * med(size, alignment, "step_s")
             mib = med(size, alignment, "peak_mib")
             prev = sizes[sizes.index(size) - 1] if sizes.index(size) > 0 else None
-            if prev is not None:
+            if prev is not None and (prev, alignment) in results:
                 t_growth = med(size, alignment, "step_s") / med(prev, alignment, "step_s")
                 m_growth = mib / med(prev, alignment, "peak_mib")
                 growth = f"{t_growth:.1f}×", f"{m_growth:.1f}×"
             else:
                 t_growth = m_growth = None
                 growth = "—", "—"
-            if alignment != "global" and "global" in alignments:
+            if alignment != "global" and (size, "global") in results:
                 speedup = C.median(
                     [
                         g["step_s"] / x["step_s"]
@@ -276,7 +340,7 @@ def main(argv=None) -> dict:
         else "growth: needs two sizes."
     )
     verdict = None
-    largest = sizes[-1]
+    largest = max(size for size, alignment in results if alignment == "global")
     if "global" in alignments and "local_predictive" in alignments:
         speedup = next(
             r["speedup_vs_global"]
@@ -289,6 +353,22 @@ def main(argv=None) -> dict:
             f"{speedup:.1f}× -> {'MET' if verdict else 'NOT MET'}"
             + ("" if largest == 8192 else " (the target is stated for S=8192)")
         )
+    floors = {}
+    if "floor" in alignments:
+        # floor: the measured dense part (query projection, position network, one read of the
+        # inputs, one write of the output) plus the window arithmetic (scores and context,
+        # 4·B·T·(2D+1)·d FLOPs forward) at the dense part's FLOP rate: dense FLOPs are
+        # 2·B·T·d² + 2·B·T·d·U with U = d, so the window adds (2D+1)/d of them.
+        width = 2 * radius + 1
+        for size in sizes:
+            floor_ms = 1e3 * med(size, "floor", "step_s") * (1 + width / dim)
+            line = f"floor at S={size}: {floor_ms:.1f} ms (dense part × (1 + (2D+1)/d))"
+            for alignment in ("local_predictive", "local_monotonic"):
+                if alignment in alignments:
+                    ratio = 1e3 * med(size, alignment, "step_s") / floor_ms
+                    floors[f"{size}/{alignment}"] = ratio
+                    line += f"; {alignment} = {ratio:.1f}× the floor"
+            print(line)
     print(f"total {elapsed:.0f} s")
 
     result = {
@@ -305,6 +385,7 @@ def main(argv=None) -> dict:
         "machine": info,
         "results": records,
         "target_met": verdict,
+        "local_over_floor": floors,
     }
     return C.write_json(args.json, result)
 

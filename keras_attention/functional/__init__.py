@@ -10,10 +10,14 @@ from keras_attention.functional.monotonic import (
 from keras_attention.functional.scores import additive_scores, dot_scores, matmul, project
 from keras_attention.functional.softmax import masked_hardmax, masked_softmax, wide_float_dtype
 from keras_attention.functional.windows import (
+    block_size,
+    blocked_window_attention,
     expand_window_weights,
     gather_positions,
     gaussian_window,
     last_valid_positions,
+    tile_sizes,
+    tiled_window_attention,
     valid_lengths,
     window_positions,
     window_validity,
@@ -21,6 +25,8 @@ from keras_attention.functional.windows import (
 
 __all__ = [
     "additive_scores",
+    "block_size",
+    "blocked_window_attention",
     "dot_scores",
     "expand_window_weights",
     "gather_positions",
@@ -34,6 +40,8 @@ __all__ = [
     "monotonic_probabilities",
     "project",
     "safe_cumprod",
+    "tile_sizes",
+    "tiled_window_attention",
     "time_loop",
     "valid_lengths",
     "window_positions",

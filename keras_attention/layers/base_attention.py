@@ -387,6 +387,7 @@ class BaseAttention(keras.layers.Layer):
         keys, value, mask = memory
         shape = ops.shape(query)
         length = ops.shape(value)[1]
+        default_positions = query_positions is None
         if query_positions is None:
             query_positions = ops.expand_dims(ops.arange(shape[1], dtype="int32"), 0)
         query_positions = ops.cast(query_positions, "int32")
@@ -410,6 +411,42 @@ class BaseAttention(keras.layers.Layer):
             weights = self._dropout(weights, training)
             context = F.matmul(ops.cast(weights, value.dtype), value)
             full_weights = weights
+        elif self._local_path(query, keys, training, default_positions) == "blocks":
+            context, weights = F.blocked_window_attention(
+                features,
+                keys,
+                value,
+                self.window_radius,
+                mask=mask,
+                causal=use_causal_mask,
+                score_fn=self._scale,
+                return_window_weights=return_attention_scores,
+            )
+            full_weights = None
+            if return_attention_scores:
+                center, _ = self._local_centers(query, mask, length, query_positions)
+                full_weights = F.expand_window_weights(weights, center - self.window_radius, length)
+        elif self._local_path(query, keys, training, default_positions) == "tiles":
+            center, predicted = self._local_centers(query, mask, length, query_positions)
+            context, weights = F.tiled_window_attention(
+                features,
+                keys,
+                value,
+                center,
+                self.window_radius,
+                mask=mask,
+                query_positions=query_positions if use_causal_mask else None,
+                predicted=predicted,
+                score_fn=self._scale,
+                # local-m with the default positions: centres min(t, S_b - 1) never decrease.
+                centers_sorted=predicted is None and default_positions,
+                return_window_weights=return_attention_scores,
+            )
+            full_weights = (
+                F.expand_window_weights(weights, center - self.window_radius, length)
+                if return_attention_scores
+                else None
+            )
         else:
             weights, positions, start, key_windows = self._local_weights(
                 query, features, keys, mask, length, query_positions, use_causal_mask
@@ -449,25 +486,65 @@ class BaseAttention(keras.layers.Layer):
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights
 
-    def _local_weights(self, query, features, keys, mask, length, query_positions, causal):
+    # Tiles for free centres (local-p, given positions) are exact but measured no faster than
+    # gathered windows on CPU under XLA (BENCHMARKS.md §2): off by default, kept for GPUs and
+    # larger radii, tested through this switch.
+    _tiles_for_free_centres = False
+
+    def _local_path(self, query, keys, training, default_positions: bool) -> str:
+        """How local attention is computed: "blocks", "tiles" or "windows".
+
+        - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
+          (query t at step t), blocks of consecutive queries against one contiguous key span.
+        - "tiles" (`functional.tiled_window_attention`): any centres, sorted and grouped by
+          key chunk; only with `_tiles_for_free_centres` (off by default).
+        - "windows": one gathered window per query, for everything else.
+
+        Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
+        queries to fill a block (a single decoder step, T = 1, gathers its one window).
+        Dropout in training keeps the window path, so the dropout mask is drawn over the same
+        `[B, T, 2D+1]` weights as always. Eager JAX keeps it too: there every op is compiled on
+        its own, and the blocks' and tiles' extra ops cost seconds of compilation per shape.
+        """
+        steps, length = query.shape[1], keys.shape[1]
+        # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
+        if not self._dot_type_score() or not (isinstance(steps, int) and isinstance(length, int)):
+            return "windows"
+        if training and self.dropout > 0:
+            return "windows"
+        if not _compiled_or_graph(query):
+            return "windows"
         radius = self.window_radius
+        if self.alignment == "local_monotonic" and default_positions:
+            return "blocks" if steps >= F.block_size(radius) else "windows"
+        if not self._tiles_for_free_centres:
+            return "windows"
+        q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
+        return "tiles" if steps >= q_tile and length >= chunk else "windows"
+
+    def _dot_type_score(self) -> bool:
+        """Whether the score is `query_features · keys` (then local attention may use tiles)."""
+        return False
+
+    def _local_centers(self, query, mask, length, query_positions):
+        """Integer window centres `[B, T]` and, for local-p, the real-valued `p_t` (else None)."""
         if mask is None:
             valid_length = ops.cast(length, "int32") + ops.zeros((ops.shape(query)[0],), "int32")
         else:
             valid_length = F.valid_lengths(mask)
         valid_length = ops.expand_dims(valid_length, -1)  # [B, 1]
         if self.alignment == "local_monotonic":
-            center = ops.minimum(ops.maximum(query_positions, 0), valid_length - 1)
-            predicted = None
-        else:
-            # In float32 at least: p_t must resolve single positions even for long memories.
-            dtype = F.wide_float_dtype(query.dtype)
-            hidden = ops.tanh(
-                F.project(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype))
-            )
-            logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, dtype))
-            predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
-            center = ops.cast(ops.floor(predicted + 0.5), "int32")
+            return ops.minimum(ops.maximum(query_positions, 0), valid_length - 1), None
+        # In float32 at least: p_t must resolve single positions even for long memories.
+        dtype = F.wide_float_dtype(query.dtype)
+        hidden = ops.tanh(F.project(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype)))
+        logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, dtype))
+        predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
+        return ops.cast(ops.floor(predicted + 0.5), "int32"), predicted
+
+    def _local_weights(self, query, features, keys, mask, length, query_positions, causal):
+        radius = self.window_radius
+        center, predicted = self._local_centers(query, mask, length, query_positions)
         positions = F.window_positions(center, radius)  # [B, T, 2D+1]
         key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
         scores = self._scale(self._score(features, key_windows))
@@ -505,6 +582,13 @@ def _call_form(args: tuple, kwargs: dict) -> str:
     value = args[1] if len(args) > 1 else kwargs.get("value")
     key = args[2] if len(args) > 2 else kwargs.get("key")
     return "pooling" if value is None and key is None else "query_value"
+def _compiled_or_graph(x) -> bool:
+    """False only for a concrete (eager) JAX array; True on the other backends."""
+    if keras.backend.backend() != "jax":
+        return True
+    import jax  # the JAX backend is active, so JAX is installed
+
+    return isinstance(x, jax.core.Tracer)
 
 
 def _zero_padding(x, mask):

@@ -188,6 +188,9 @@ class LuongAttention(BaseAttention):
     def _keys_transposed(self) -> bool:
         return self.score_mode != "concat" and self.alignment == "global"
 
+    def _dot_type_score(self) -> bool:
+        return self.score_mode != "concat"
+
     def _score(self, query_features, keys):
         if self.score_mode == "concat":
             return F.additive_scores(query_features, keys, self.score_vector)

@@ -1,0 +1,176 @@
+"""Local attention's blocked and tiled paths (enough queries to fill a block or a tile).
+
+The other local-attention tests use a handful of query steps, which take the gathered-window
+path. Here T is large enough for `functional.blocked_window_attention` (local-m at the default
+positions) and `functional.tiled_window_attention` (local-p, local-m with given positions):
+outputs and weights against the float64 NumPy transcription (tests/reference.py), gradients
+against the window path, and the path actually taken.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention import LuongAttention
+from keras_attention import functional as F
+from keras_attention.layers.base_attention import BaseAttention
+from tests import reference
+from tests.backend_utils import BACKEND, jit, to_numpy, value_and_grad, variable
+from tests.conftest import layer_weights, random_batch, randomize_weights
+
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+RADIUS = 2  # blocks of 32 queries, tiles of 16 queries over chunks of 16 keys
+
+
+def _paths(monkeypatch):
+    """Count the calls of the two fast paths made through `functional`; tiles switched on."""
+    calls = {"blocks": 0, "tiles": 0}
+    blocked, tiled = F.blocked_window_attention, F.tiled_window_attention
+
+    def count_blocks(*args, **kwargs):
+        calls["blocks"] += 1
+        return blocked(*args, **kwargs)
+
+    def count_tiles(*args, **kwargs):
+        calls["tiles"] += 1
+        return tiled(*args, **kwargs)
+
+    monkeypatch.setattr(BaseAttention, "_tiles_for_free_centres", True)
+    monkeypatch.setattr(F, "blocked_window_attention", count_blocks)
+    monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
+    return calls
+
+
+def _call(layer, query, value, mask, **kwargs):
+    """`layer([query, value], mask=[None, mask], **kwargs)`; under `jax.jit` on JAX, where
+    eager calls keep the window path (see `BaseAttention._local_path`)."""
+
+    def call(q, v, m):
+        return layer([q, v], mask=[None, m], **kwargs)
+
+    return (jit(call) if BACKEND == "jax" else call)(query, value, mask)
+
+
+CASES = [
+    # alignment, mode, steps, memory, causal, use_scale, given positions, path
+    ("local_monotonic", "general", 70, 45, False, False, False, "blocks"),  # T > S, clipped
+    ("local_monotonic", "dot", 40, 90, True, True, False, "blocks"),
+    ("local_monotonic", "general", 40, 45, False, False, True, "tiles"),
+    ("local_predictive", "general", 40, 45, False, True, False, "tiles"),
+    ("local_predictive", "dot", 50, 33, True, False, False, "tiles"),
+]
+
+
+@pytest.mark.parametrize(
+    "alignment, mode, steps, memory, causal, use_scale, given, path",
+    CASES,
+    ids=[f"{c[0]}-{c[1]}-{c[-1]}-T{c[2]}S{c[3]}" for c in CASES],
+)
+def test_fast_paths_match_reference(
+    monkeypatch, alignment, mode, steps, memory, causal, use_scale, given, path
+):
+    rng = np.random.default_rng(steps + memory)
+    query, value, mask = random_batch(
+        rng, batch=3, steps=steps, memory=memory, d_query=4, d_memory=4
+    )
+    mask[2] = False  # a row with no valid memory: zero outputs, no NaN
+    value[2] = 0.0
+    positions = rng.integers(-3, memory + 3, size=(3, steps)).astype("int32") if given else None
+    layer = LuongAttention(mode, alignment, window_radius=RADIUS, use_scale=use_scale)
+    layer.build([query.shape, value.shape])
+    randomize_weights(layer, rng)
+    calls = _paths(monkeypatch)
+    out, weights = _call(
+        layer,
+        query,
+        value,
+        mask,
+        query_positions=positions,
+        use_causal_mask=causal,
+        return_attention_scores=True,
+    )
+    assert calls[path] == 1 and sum(calls.values()) == 1
+    ref_out, ref_weights = reference.attention(
+        query,
+        value,
+        mode=mode,
+        weights=layer_weights(layer),
+        use_scale=use_scale,
+        value_mask=mask,
+        alignment=alignment,
+        window_radius=RADIUS,
+        query_positions=positions,
+        use_causal_mask=causal,
+    )
+    np.testing.assert_allclose(to_numpy(weights), ref_weights, **TOL)
+    np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
+    # The same call without weights takes the same path and gives the same output.
+    plain = _call(layer, query, value, mask, query_positions=positions, use_causal_mask=causal)
+    np.testing.assert_allclose(to_numpy(plain), to_numpy(out), rtol=1e-6, atol=1e-6)
+
+
+def test_predictive_centres_in_one_chunk(monkeypatch):
+    """Every centre in one key chunk (all queries alike): the chunk needs several tiles."""
+    rng = np.random.default_rng(3)
+    query = np.repeat(rng.normal(size=(2, 1, 4)), 40, axis=1).astype("float32")
+    query += 1e-3 * rng.normal(size=query.shape).astype("float32")
+    value = rng.normal(size=(2, 64, 4)).astype("float32")
+    layer = LuongAttention("general", "local_predictive", window_radius=RADIUS)
+    layer.build([query.shape, value.shape])
+    randomize_weights(layer, rng)
+    calls = _paths(monkeypatch)
+    out, weights = _call(layer, query, value, None, return_attention_scores=True)
+    assert calls["tiles"] == 1
+    ref_out, ref_weights = reference.attention(
+        query,
+        value,
+        mode="general",
+        weights=layer_weights(layer),
+        alignment="local_predictive",
+        window_radius=RADIUS,
+    )
+    np.testing.assert_allclose(to_numpy(weights), ref_weights, **TOL)
+    np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
+
+
+@pytest.mark.slow  # seconds on TF; tens of seconds on eager JAX (op-by-op autodiff)
+@pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
+def test_fast_path_gradients_match_window_path(monkeypatch, alignment):
+    """Gradients w.r.t. query, memory and every weight equal the gathered-window path's."""
+    _paths(monkeypatch)
+    rng = np.random.default_rng(7)
+    query, value, mask = random_batch(rng, batch=2, steps=40, memory=50, d_query=4, d_memory=4)
+    layer = LuongAttention("general", alignment, window_radius=RADIUS, use_scale=True)
+    layer.build([query.shape, value.shape])
+    randomize_weights(layer, rng)
+    q, v = variable(query), variable(value)
+    targets = [q, v, *layer.trainable_variables]
+
+    def loss():
+        out = layer([q, v], mask=[None, mask])
+        return keras.ops.sum(
+            out * keras.ops.convert_to_tensor(np.linspace(-1.0, 1.0, 4), "float32")
+        )
+
+    fast_loss, fast = value_and_grad(loss, targets)
+    layer._local_path = lambda *args: "windows"
+    slow_loss, slow = value_and_grad(loss, targets)
+    np.testing.assert_allclose(to_numpy(fast_loss), to_numpy(slow_loss), rtol=1e-5)
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow  # 3-4 s on TF; minutes under torch.compile
+@pytest.mark.parametrize("alignment", ["local_monotonic", "local_predictive"])
+def test_fast_paths_compile(monkeypatch, alignment):
+    """XLA (TensorFlow, JAX) compiles both paths; PyTorch runs them eagerly."""
+    _paths(monkeypatch)
+    rng = np.random.default_rng(5)
+    query, value, mask = random_batch(rng, batch=2, steps=40, memory=50, d_query=4, d_memory=4)
+    layer = LuongAttention("general", alignment, window_radius=RADIUS)
+    layer.build([query.shape, value.shape])
+    eager = layer([query, value], mask=[None, mask])
+    compiled = jit(lambda q, v, m: layer([q, v], mask=[None, m]))(query, value, mask)
+    np.testing.assert_allclose(to_numpy(compiled), to_numpy(eager), rtol=1e-5, atol=1e-5)
