@@ -9,8 +9,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.step_fn import check_int, check_tokens
+from keras_attention.layers.base_attention import check_flag
 from keras_attention.models._options import positive_int
 from keras_attention.models.decoder import Seq2SeqDecoder
 from keras_attention.models.encoder import Seq2SeqEncoder
@@ -223,14 +224,22 @@ class Seq2Seq(keras.Model):
         max_length: int = 50,
         beam_width: int = 1,
         length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: Any = None,
     ) -> dict:
         """Decode source ids `[B, S]` (0 = padding) to target ids.
 
-        Greedy search when `beam_width == 1`, else beam search with the GNMT length penalty
-        (`keras_attention.decoding`). The padding id 0 and `start_id` are never generated
-        (their logits are masked: 0 in the output means "after the end"). Traceable:
-        `Translator` runs it under `tf.function(jit_compile=True)` on TensorFlow and
-        `jax.jit` on JAX.
+        Greedy search when `beam_width == 1`, beam search with the GNMT length and coverage
+        penalties when it is more, sampling (`sample=True`, with `temperature`, `top_k`,
+        `top_p` and `seed` as in `keras_attention.decoding.sample_search`) instead of greedy.
+        The padding id 0 and `start_id` are never generated (their logits are masked: 0 in the
+        output means "after the end"). Traceable: `Translator` runs it under
+        `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
+        tensor there).
 
         Returns:
             The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),
@@ -239,6 +248,12 @@ class Seq2Seq(keras.Model):
         """
         max_length = check_int("max_length", max_length, minimum=1)
         beam_width = check_int("beam_width", beam_width, minimum=1)
+        sample = check_flag("sample", sample)
+        if sample and beam_width != 1:
+            raise ValueError(
+                "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "
+                f"beam_width={beam_width}"
+            )
         if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
             source_ids = _checked_host_ids(source_ids, self.source_vocabulary_size)
         source_ids = ops.convert_to_tensor(source_ids)
@@ -265,23 +280,41 @@ class Seq2Seq(keras.Model):
             "max_length": max_length,
             "vocab_size": self.target_vocabulary_size,
         }
-        if beam_width == 1:
+        if sample:
+            result = sample_search(
+                step_fn, state, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                **common,
+            )  # fmt: skip
+        elif beam_width == 1:
             result = greedy_search(step_fn, state, **common)
         else:
             result = beam_search(
-                step_fn, state, beam_width=beam_width, length_penalty=length_penalty, **common
+                step_fn,
+                state,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+                coverage_penalty=coverage_penalty,
+                **common,
             )
         if source_ids.shape[1] == 0:  # decoded from one padding step: no source positions
             result["alignments"] = result["alignments"][..., :0]
         return result
 
-    def translate(self, texts, max_length: int = 50, beam_width: int = 1, **kwargs) -> list:
+    def translate(
+        self,
+        texts,
+        max_length: int = 50,
+        beam_width: int = 1,
+        n_best: int | None = None,
+        **kwargs,
+    ) -> list:
         """Strings to strings with the model's tokenizers, through a new `Translator` (which
-        compiles its search on first use): keep a `Translator` for repeated calls."""
+        compiles its search on first use; `kwargs` are its arguments): keep a `Translator` for
+        repeated calls. `n_best=k` returns k strings per input (see `Translator.translate`)."""
         from keras_attention.models.translator import Translator
 
         translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
-        return translator.translate(texts)
+        return translator.translate(texts, n_best=n_best)
 
     # ---------------------------------------------------------------- serialization
     def get_config(self) -> dict:
@@ -381,6 +414,7 @@ def _empty_result(max_length: int, beam_width: int, source_length) -> dict:
             normalized_scores=ops.zeros((0,), "float32"),
             beam_ids=ops.zeros((0, beam_width, max_length), "int32"),
             beam_scores=ops.zeros((0, beam_width), "float32"),
+            beam_normalized_scores=ops.zeros((0, beam_width), "float32"),
             beam_lengths=ops.zeros((0, beam_width), "int32"),
         )
     return result
