@@ -57,6 +57,13 @@ class Seq2Seq(keras.Model):
         dropout: Dropout rate. Defaults to `0`.
         start_id: The id fed at the first decoder step. Defaults to `2`.
         end_id: The id that ends a target. Defaults to `3`.
+        scheduled_sampling: Train with scheduled sampling (Bengio et al., 2015): the initial
+            probability in [0, 1] of feeding the decoder its own sampled previous token
+            instead of the ground truth (`AttentionRNN(sampling_probability=...)`), changed
+            between epochs by the `ScheduledSampling` callback. Teacher-forced evaluation and
+            decoding are unaffected. Defaults to `None` (off).
+        scheduled_sampling_mode: `"sample"` (from the softmax) or `"argmax"`. Defaults to
+            `"sample"`.
         source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
         target_tokenizer: Optional tokenizer of the target side.
         **kwargs: Base model arguments (`name`, ...).
@@ -95,6 +102,8 @@ class Seq2Seq(keras.Model):
         dropout: float = 0.0,
         start_id: int = 2,
         end_id: int = 3,
+        scheduled_sampling: float | None = None,
+        scheduled_sampling_mode: str = "sample",
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
         **kwargs: Any,
@@ -141,6 +150,9 @@ class Seq2Seq(keras.Model):
             "start_id": self.start_id,
             "end_id": self.end_id,
         }
+        if scheduled_sampling is not None:  # (absent keys keep older configs identical)
+            self._config["scheduled_sampling"] = scheduled_sampling
+            self._config["scheduled_sampling_mode"] = scheduled_sampling_mode
         memory_dim = encoder_units * (2 if bidirectional else 1)
         is_luong = str(attention).lower() == "luong"
         if is_luong and str(score_mode).lower() == "dot" and memory_dim != units:
@@ -176,6 +188,8 @@ class Seq2Seq(keras.Model):
             input_feeding=input_feeding,
             state_handover=state_handover,
             dropout=dropout,
+            scheduled_sampling=scheduled_sampling,
+            scheduled_sampling_mode=scheduled_sampling_mode,
             name="decoder",
         )
 
@@ -186,6 +200,12 @@ class Seq2Seq(keras.Model):
     @property
     def target_vocabulary_size(self) -> int:
         return self._config["target_vocabulary_size"]
+
+    @property
+    def sampling_probability(self):
+        """The scheduled-sampling probability (a non-trainable scalar variable, created when
+        the model is built), or `None` when scheduled sampling is off."""
+        return self.decoder.rnn_layer.sampling_probability
 
     # ---------------------------------------------------------------- training graph
     def build(self, inputs_shape) -> None:
