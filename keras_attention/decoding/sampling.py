@@ -151,8 +151,9 @@ def seed_tensor(seed: Any):
 def step_uniforms(seed: Any, t: Any, rows: int | Any):
     """`[rows]` float32 uniforms in (0, 1) for step `t`, a function of `(seed, t, row)` only.
 
-    `u = (hash(hash(hash(seed) + t * φ) + row) >> 8 + 0.5) / 2**24`, with `hash` the
-    `lowbias32` integer hash and φ = 0x9E3779B9: 24 random bits per number.
+    `u = ((hash(hash(hash(seed) + t * φ) + row) >> 9) + 0.5) / 2**23`, with `hash` the
+    `lowbias32` integer hash and φ = 0x9E3779B9 (all mod 2**32): 23 random bits per number,
+    exact in float32, so `0 < u < 1` always.
 
     Args:
         seed: A Python int or an int32 scalar tensor.
@@ -165,4 +166,4 @@ def step_uniforms(seed: Any, t: Any, rows: int | Any):
     key = _mix(seed_tensor(seed))
     step = _mix(key + ops.multiply(ops.cast(t, "int32"), ops.convert_to_tensor(_GOLDEN, "int32")))
     bits = _mix(step + ops.arange(rows, dtype="int32"))
-    return (ops.cast(_shift_right(bits, 8), "float32") + 0.5) * (1.0 / (1 << 24))
+    return (ops.cast(_shift_right(bits, 9), "float32") + 0.5) * (1.0 / (1 << 23))
