@@ -77,7 +77,8 @@ class ScheduledSampling(keras.callbacks.Callback):
             raise ValueError(f"`slope` must be a number >= 0. Received: slope={slope!r}")
         if not _real(max_probability, 0.0, 1.0):
             raise ValueError(
-                f"`max_probability` must be in [0, 1]. Received: max_probability={max_probability!r}"
+                "`max_probability` must be in [0, 1]. Received: "
+                f"max_probability={max_probability!r}"
             )
         self.schedule, self.k, self.slope = schedule, float(k), float(slope)
         self.max_probability = float(max_probability)

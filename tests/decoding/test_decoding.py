@@ -359,10 +359,10 @@ def test_coverage_penalty_by_hand():
         np.testing.assert_allclose(
             result["beam_normalized_scores"][0], [ranked[best], ranked[other]], rtol=1e-5
         )
+        probabilities = {3: 0.6, 4: 0.4}
         np.testing.assert_allclose(
-            result["beam_scores"][0], np.log([0.6 if best == 3 else 0.4, 0.4 if best == 3 else 0.6]),
-            rtol=1e-5,
-        )  # fmt: skip
+            result["beam_scores"][0], np.log([probabilities[best], probabilities[other]]), 1e-5
+        )
     # The penalty alone, on a hand example: beta * (log .5 + log 1 + [zero coverage: 0]).
     np.testing.assert_allclose(
         to_numpy(gnmt_coverage_penalty(np.array([[0.5, 1.7, 0.0]], "float32"), 0.2)),
