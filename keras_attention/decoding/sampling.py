@@ -80,10 +80,12 @@ def draw_tokens(
     Example:
 
     >>> import numpy as np
+    >>> from keras import ops
     >>> log_probs = np.log(np.array([[0.5, 0.3, 0.2]] * 3, "float32"))
-    >>> draw_tokens(log_probs, np.array([0.1, 0.6, 0.9], "float32")).tolist()
+    >>> uniforms = np.array([0.1, 0.6, 0.9], "float32")
+    >>> ops.convert_to_numpy(draw_tokens(log_probs, uniforms)).tolist()
     [0, 1, 2]
-    >>> draw_tokens(log_probs, np.array([0.1, 0.6, 0.9], "float32"), top_k=2).tolist()
+    >>> ops.convert_to_numpy(draw_tokens(log_probs, uniforms, top_k=2)).tolist()
     [0, 0, 1]
     """
     z = ops.cast(log_probs, "float32")
