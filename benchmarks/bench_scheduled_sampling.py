@@ -3,7 +3,7 @@
 Task: reverse a random sequence of 3-9 tokens drawn from 10 symbols (ids 4-13; 2 = start,
 3 = end, 0 = padding), ids to ids, no tokenizer. Model: `Seq2Seq(16, 16, embedding_dim=16,
 units=32)` (bidirectional LSTM encoder, Luong general attention, input feeding), Adam 3e-3,
-batch 64, XLA (`jit_compile=True`), the same initial weights and data order for every run.
+batch 64, XLA (`jit_compile=True`; `--no-jit`: graph mode), the same initial weights and data order for every run.
 
 Runs (same epochs): teacher forcing; scheduled sampling with the inverse-sigmoid schedule
 (`ScheduledSampling("inverse_sigmoid", k)`) feeding sampled tokens; the same feeding argmax
@@ -51,7 +51,7 @@ def make_pairs(n, seed, low=3, high=9):
     return {"source_ids": src, "target_ids": dec}, lab
 
 
-def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial):
+def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial, jit=True):
     keras.utils.set_random_seed(0)
     model = Seq2Seq(
         16,
@@ -68,7 +68,7 @@ def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial):
         keras.optimizers.Adam(3e-3),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
-        jit_compile=True,
+        jit_compile=jit,
     )
     t0 = time.perf_counter()
     x, y = data
@@ -84,7 +84,7 @@ def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial):
     train_s = time.perf_counter() - t0
     (tx, ty) = test
     _, tf_accuracy = model.evaluate(tx, ty, batch_size=256, verbose=0)
-    ids = Translator(model, max_length=ty.shape[1])(tx["source_ids"])["ids"]
+    ids = Translator(model, max_length=ty.shape[1], jit_compile=jit)(tx["source_ids"])["ids"]
     valid = tx["target_ids"] != 0  # target positions (labels incl. the end token)
     free_running = float((ids[:, : ty.shape[1]] == ty)[valid].mean())
     exact = float(np.mean([np.array_equal(a[v], b[v]) for a, b, v in zip(ids, ty, valid)]))
@@ -105,6 +105,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--train", type=int, default=None, help="training pairs")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--no-jit", action="store_true", help="tf.function without XLA (compiles faster)"
+    )
     args = parser.parse_args(argv)
     epochs = args.epochs or (2 if args.quick else 12)
     n_train = args.train or (256 if args.quick else 4000)
@@ -142,7 +145,10 @@ def main(argv=None) -> dict:
         f"Keras {info['keras']}; keras_attention {info['code']}",
         flush=True,
     )
-    results = [run(name, p, mode, cb, data, test, epochs, initial) for name, p, mode, cb in runs]
+    results = [
+        run(name, p, mode, cb, data, test, epochs, initial, jit=not args.no_jit)
+        for name, p, mode, cb in runs
+    ]
     header = ["run", "teacher-forced acc", "free-running acc", "gap", "exact match", "final p"]
     rows = [
         [
