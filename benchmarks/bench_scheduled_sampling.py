@@ -3,7 +3,8 @@
 Task: reverse a random sequence of 3-9 tokens drawn from 10 symbols (ids 4-13; 2 = start,
 3 = end, 0 = padding), ids to ids, no tokenizer. Model: `Seq2Seq(16, 16, embedding_dim=16,
 units=32)` (bidirectional LSTM encoder, Luong general attention, input feeding), Adam 3e-3,
-batch 64, XLA (`jit_compile=True`; `--no-jit`: graph mode), the same initial weights and data order for every run.
+batch 64, XLA (`jit_compile=True`; `--no-jit`: graph mode), the same initial weights and data
+order for every run.
 
 Runs (same epochs): teacher forcing; scheduled sampling with the inverse-sigmoid schedule
 (`ScheduledSampling("inverse_sigmoid", k)`) feeding sampled tokens; the same feeding argmax
