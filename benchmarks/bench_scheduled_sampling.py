@@ -18,7 +18,7 @@ tokens; a linear schedule. Measured on held-out pairs after training:
 
 Usage:
     python benchmarks/bench_scheduled_sampling.py            # ~5 min on 2 cores
-    python benchmarks/bench_scheduled_sampling.py --quick    # smoke test
+    python benchmarks/bench_scheduled_sampling.py --quick    # smoke test (2 runs, no XLA)
 """
 
 from __future__ import annotations
@@ -139,6 +139,8 @@ def main(argv=None) -> dict:
             ScheduledSampling("linear", slope=0.5 / epochs, max_probability=0.5),
         ),
     ]
+    if args.quick:  # a smoke test: two runs, graph mode (XLA compilation dominates tiny runs)
+        runs, args.no_jit = runs[:2], True
     info = C.machine_info()
     print(
         f"# bench_scheduled_sampling: reverse 3-9 of {SYMBOLS} symbols, {n_train} training pairs,"
