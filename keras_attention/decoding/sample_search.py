@@ -50,6 +50,11 @@ def sample_search(
     `jax.jit`) that would be frozen at tracing time, so pass the seed as an argument there
     (`Translator` does).
 
+    Cost: temperature-only sampling is a cumsum, an exp and a compare over the vocabulary per
+    row and step. `top_k`/`top_p` call `ops.top_k` (`top_p` alone sorts the whole vocabulary,
+    as KerasHub's `TopPSampler` does), which XLA on CPU makes a full sort: there it costs an
+    order of magnitude more than greedy at V = 8000 (BENCHMARKS.md, section 4).
+
     Same step-function protocol, loop (`ops.while_loop` with `maximum_iterations`, early stop
     when every row has ended, compiles under `jit_compile=True`, exports without
     `XlaDynamicUpdateSlice`) and result as `greedy_search`.
