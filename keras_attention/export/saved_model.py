@@ -182,7 +182,10 @@ def export_saved_model(
 
             return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
 
-        return tf.function(search, jit_compile=jit_compile)
+        # No AutoGraph: the search has no Python control flow on tensors (its loops are
+        # ops.while_loop, the empty-batch branch a tf.cond), and converting the sampling
+        # helpers failed ("tf___int32() takes 1 positional argument but 2 were given").
+        return tf.function(search, jit_compile=jit_compile, autograph=False)
 
     ids_spec = tf.TensorSpec([None, None], tf.int32, name="source_ids")
     seed_spec = tf.TensorSpec([], tf.int32, name="seed")
