@@ -292,8 +292,8 @@ def test_exported_n_best_and_sampling_match_the_translator(trained, nbest_export
     np.testing.assert_array_equal(drawn["ids"].numpy(), sampler(source_ids, seed=17)["ids"])
     again = loaded.signatures["sample_translate"](inputs=tf.constant(words), seed=seed)
     assert again["outputs"].shape == (len(words),)
-    other = loaded.signatures["sample"](source_ids=tf.constant(source_ids), seed=seed + 1)
-    assert not np.array_equal(other["ids"].numpy(), drawn["ids"].numpy())
+    # (The trained model is nearly deterministic at T = 0.8: other seeds may draw the same ids;
+    # that seeds change the draws is tested in tests/decoding/test_sampling.py.)
 
 
 def test_bad_export_options(trained, tmp_path):
