@@ -53,6 +53,13 @@ Usage:
     python benchmarks/bench_translate.py                 # full size, ~3 min on 2 cores
     python benchmarks/bench_translate.py --quick         # tiny sizes (< 60 s): smoke test
     python benchmarks/bench_translate.py --repeats 7 --json out.json
+    python benchmarks/bench_translate.py --search-options   # sampling / coverage, ~4 min
+
+`--search-options` times only `Translator` (XLA and graph) with: greedy; sampling (T = 1; top-k
+50; top-p 0.9; T 0.8 + top-k 50 + top-p 0.9); beam K; beam K with coverage penalty 0.2. Goals
+(issue 13): sampling within 1.2x greedy's time per batch under XLA; beam with coverage within
+1.1x beam without. With the end token suppressed no beam finishes, so the coverage term is
+computed every step but never added (its cost is the same either way).
 """
 
 from __future__ import annotations
@@ -294,6 +301,44 @@ def make_cases(model, source, max_length, beam_width, tmpdir) -> tuple[list[Case
     return cases, exports, flops
 
 
+# Decoding options (issue 13): sampling vs greedy, beam with vs without the coverage penalty.
+SEARCH_OPTIONS = {
+    "greedy": {},
+    "sample": {"sample": True},
+    "sample top-k 50": {"sample": True, "top_k": 50},
+    "sample top-p 0.9": {"sample": True, "top_p": 0.9},
+    "sample T 0.8, top-k 50, top-p 0.9": {
+        "sample": True, "temperature": 0.8, "top_k": 50, "top_p": 0.9,
+    },
+    "beam K": {"beam": True},
+    "beam K, coverage 0.2": {"beam": True, "coverage_penalty": 0.2},
+}  # fmt: skip
+
+
+def search_option_cases(model, source, max_length, beam_width, jits) -> list[Case]:
+    """`Translator` cases (XLA and/or graph) for every entry of `SEARCH_OPTIONS`."""
+    cases = []
+    for jit in jits:
+        for search, options in SEARCH_OPTIONS.items():
+            options = dict(options)
+            k = beam_width if options.pop("beam", False) else 1
+            search = search.replace("beam K", f"beam {k}")
+            translator = Translator(
+                model, max_length=max_length, beam_width=k, length_penalty=0.6,
+                jit_compile=jit, pad_to_multiple=16, seed=0, **options,
+            )  # fmt: skip
+            cases.append(
+                Case(
+                    f"Translator {search}",
+                    "translator",
+                    search,
+                    jit,
+                    lambda f=translator: f(source),
+                )
+            )
+    return cases
+
+
 def find(cases, kind, search, jit) -> Case | None:
     for case in cases:
         if case.kind == kind and case.search == search and case.jit is jit and not case.error:
@@ -321,6 +366,51 @@ def jit_label(jit) -> str:
     return "eager" if jit is None else ("yes" if jit else "no")
 
 
+def search_option_ratios(cases, K, args, records, info, B, S, L, d, V, repeats) -> dict:
+    """Print (and return) sampling / greedy and coverage / plain beam, per XLA setting."""
+    ratios = {}
+    print()
+    for jit in (True, False):
+        greedy = find(cases, "translator", "greedy", jit)
+        for search in SEARCH_OPTIONS:
+            if not search.startswith("sample"):
+                continue
+            rounds = per_round(find(cases, "translator", search, jit), greedy)
+            value = C.median(rounds)
+            ratios[f"{search}_vs_greedy_xla_{jit_label(jit)}"] = value
+            verdict = (
+                (" -> " + ("met" if value <= 1.2 else "NOT MET") + " (goal <= 1.2×)") if jit else ""
+            )
+            print(f"{search} / greedy, XLA {jit_label(jit)}: {value:.2f}× {span(rounds)}{verdict}")
+        beam = find(cases, "translator", f"beam {K}", jit)
+        rounds = per_round(find(cases, "translator", f"beam {K}, coverage 0.2", jit), beam)
+        value = C.median(rounds)
+        ratios[f"beam{K}_coverage_vs_beam{K}_xla_{jit_label(jit)}"] = value
+        verdict = " -> " + ("met" if value <= 1.1 else "NOT MET") + " (goal <= 1.1×)"
+        print(
+            f"beam {K} + coverage 0.2 / beam {K}, XLA {jit_label(jit)}: {value:.2f}× "
+            f"{span(rounds)}{verdict}"
+        )
+    report = {
+        "benchmark": "bench_translate --search-options",
+        "machine": info,
+        "config": {
+            "B": B,
+            "S": S,
+            "max_length": L,
+            "d": d,
+            "V": V,
+            "beam_width": K,
+            "repeats": repeats,
+        },
+        "results": records,
+        "ratios": ratios,
+    }
+    if args.json:
+        C.write_json(args.json, report)
+    return report
+
+
 # ---------------------------------------------------------------------------- main
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -338,6 +428,12 @@ def main(argv=None) -> dict:
         type=int,
         default=None,
         help="TF intra- and inter-op threads (default: TF's choice, all cores)",
+    )
+    parser.add_argument(
+        "--search-options",
+        action="store_true",
+        help="only the Translator with sampling (temperature/top-k/top-p) vs greedy and beam "
+        "with vs without the coverage penalty, XLA and graph",
     )
     args = parser.parse_args(argv)
     tf.get_logger().setLevel("ERROR")
@@ -371,7 +467,14 @@ def main(argv=None) -> dict:
     tmpdir = tempfile.mkdtemp(prefix="bench_translate_")
     t_start = time.perf_counter()
     try:
-        cases, exports, floor_flops = make_cases(model, source, L, K, tmpdir)
+        if args.search_options:
+            cases, exports, floor_flops = (
+                search_option_cases(model, source, L, K, (True, False)),
+                {},
+                0,
+            )
+        else:
+            cases, exports, floor_flops = make_cases(model, source, L, K, tmpdir)
         for case in cases:
             if case.error:
                 continue
@@ -454,6 +557,9 @@ def main(argv=None) -> dict:
         "rounds of (eager Python loop ms / this ms) in the same round. first call: tracing + "
         "compilation + one decode."
     )
+
+    if args.search_options:
+        return search_option_ratios(cases, K, args, records, info, B, S, L, d, V, repeats)
 
     # Ratios against the targets.
     jit_greedy = find(cases, "translator", "greedy", True)

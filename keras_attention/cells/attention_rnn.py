@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
+from keras_attention.decoding.sampling import draw_tokens
 from keras_attention.functional.loops import time_loop
 from keras_attention.layers._call_inputs import check_mask, check_rank
 from keras_attention.layers.base_attention import check_flag
@@ -26,12 +27,32 @@ class AttentionRNN(keras.layers.Layer):
     `XlaDynamicUpdateSlice` in exported graphs), on JAX and PyTorch `ops.scan` (a
     `jax.lax.scan`, which, unlike `lax.while_loop`, has reverse-mode gradients).
 
+    Scheduled sampling (Bengio et al., 2015; tfa's `ScheduledEmbeddingTrainingSampler`): with
+    `sampling_probability=p`, in training (`training=True`, as in `fit`) each row at each step
+    `t > 0` is fed, with probability p, the embedding of a token drawn from the model's own
+    previous prediction `softmax(output_layer(o_{t-1}))` (`sampling_mode="sample"`) or its
+    argmax (`"argmax"`) instead of `sequences[:, t]`. The call then needs the `embedding` and
+    `output_layer` that surround the layer (`Seq2Seq(scheduled_sampling=p)` passes them).
+    Gradients do not flow through the drawn ids (nor through the logits they were drawn from:
+    `stop_gradient`), only into the embedding of the fed tokens, as in tfa. The coin flips and
+    draws are two `[T, B]` uniform tensors drawn before the loop (`keras.random` with the
+    layer's `SeedGenerator`): the loop stays O(T) and compiles under XLA. `p` lives in a
+    non-trainable scalar weight named `sampling_probability`, which a callback
+    (`keras_attention.models.ScheduledSampling`) can `assign` between epochs. Outside training
+    the layer always teacher-forces, and `p = 0` gives exactly the teacher-forced outputs.
+
     Args:
         cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
         return_sequences: Return the output of every step `[B, T, d]` rather than of the last
             valid step `[B, d]`. Defaults to `True`.
         return_state: Also return the final state list. Defaults to `False`.
         return_attention_scores: Also return the alignments `[B, T, S]`. Defaults to `False`.
+        sampling_probability: Scheduled sampling: a float in [0, 1] (the initial value of the
+            `sampling_probability` weight) or a scalar float `keras.Variable` to use as it.
+            Defaults to `None` (off: no weight, always teacher forcing).
+        sampling_mode: `"sample"` or `"argmax"`: how the fed-back token is chosen. Defaults
+            to `"sample"`.
+        seed: Seed of the scheduled-sampling draws. Defaults to `None`.
         **kwargs: Base layer arguments.
 
     Call arguments:
@@ -43,7 +64,11 @@ class AttentionRNN(keras.layers.Layer):
             full state list of the cell. Defaults to `None` (zeros).
         mask: Boolean `[B, T]` decoder mask; padded steps keep the state and output zeros.
             Filled from the Keras mask of `sequences`. Defaults to `None`.
-        training: Whether dropout is active. Defaults to `None`.
+        training: Whether dropout (and scheduled sampling) is active. Defaults to `None`.
+        embedding: With scheduled sampling: maps token ids `[B]` to `[B, d_y]`, the layer
+            that made `sequences`. Defaults to `None`.
+        output_layer: With scheduled sampling: maps outputs `[B, d]` to logits `[B, V]`.
+            Defaults to `None`.
 
     Returns:
         `outputs`, then the alignments if `return_attention_scores`, then the final states if
@@ -66,6 +91,9 @@ class AttentionRNN(keras.layers.Layer):
         return_sequences: bool = True,
         return_state: bool = False,
         return_attention_scores: bool = False,
+        sampling_probability: Any = None,
+        sampling_mode: str = "sample",
+        seed: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -81,6 +109,19 @@ class AttentionRNN(keras.layers.Layer):
             "return_attention_scores", return_attention_scores
         )
         self.supports_masking = True
+        self._sampling = _check_sampling_probability(sampling_probability)
+        if sampling_mode not in ("sample", "argmax"):
+            raise ValueError(
+                "`sampling_mode` must be 'sample' or 'argmax'. Received: "
+                f"sampling_mode={sampling_mode!r}"
+            )
+        self.sampling_mode = sampling_mode
+        self.seed = seed
+        self.sampling_probability = None  # the weight (or the variable given), see `build`
+        if self._sampling is not None:
+            if isinstance(self._sampling, keras.Variable):
+                self.sampling_probability = self._sampling
+            self.seed_generator = keras.random.SeedGenerator(seed)
 
     def build(self, sequences_shape=None, memory_shape=None) -> None:
         for name, shape in (("sequences", sequences_shape), ("memory", memory_shape)):
@@ -92,6 +133,13 @@ class AttentionRNN(keras.layers.Layer):
         check_rank(self.name, "sequences", sequences_shape, (3,))
         if not self.cell.built:
             self.cell.build(tuple(sequences_shape), tuple(memory_shape))
+        if self._sampling is not None and self.sampling_probability is None:
+            self.sampling_probability = self.add_weight(
+                shape=(),
+                initializer=keras.initializers.Constant(self._sampling),
+                trainable=False,
+                name="sampling_probability",
+            )
 
     def call(
         self,
@@ -102,6 +150,8 @@ class AttentionRNN(keras.layers.Layer):
         mask=None,
         sequences_mask=None,
         training=None,
+        embedding=None,
+        output_layer=None,
     ):
         check_rank(self.name, "memory", memory.shape, (3,))
         mask = sequences_mask if mask is None else mask
@@ -126,9 +176,16 @@ class AttentionRNN(keras.layers.Layer):
         # Whatever depends on the inputs only is computed here, once, not inside the loop.
         inputs = ops.transpose(cell.project_inputs(sequences), (1, 0, 2))  # [T, B, .]
         step_mask = None if mask is None else ops.transpose(mask, (1, 0))
+        sampler = None
+        if self._sampling is not None and training:
+            sampler = self._sampler(sequences, embedding, output_layer)
 
         def step(t, x_t, carry):
-            states, last = carry
+            if sampler is not None:
+                states, last, fed_back = carry
+                x_t = sampler.choose_input(t, x_t, fed_back)
+            else:
+                states, last = carry
             output, new_states, alignment = cell.step_projected(
                 x_t, states, prepared, position=t, training=training
             )
@@ -147,17 +204,43 @@ class AttentionRNN(keras.layers.Layer):
             outputs = [output] if self.return_sequences else []
             if self.return_attention_scores:
                 outputs.append(alignment)
+            if sampler is not None:
+                return (new_states, last, sampler.next_token(t, output)), outputs
             return (new_states, last), outputs
 
         shapes = [(batch, cell.output_size)] if self.return_sequences else []
         if self.return_attention_scores:
             shapes.append((batch, memory_steps))
-        (states, last), stacked = time_loop(step, inputs, (states, last), shapes, dtype)
+        carry = (states, last)
+        if sampler is not None:
+            carry += (ops.zeros((batch,), "int32"),)
+        carry, stacked = time_loop(step, inputs, carry, shapes, dtype)
+        states, last = carry[0], carry[1]
         stacked = [ops.transpose(x, (1, 0, 2)) for x in stacked]
         result = [stacked.pop(0) if self.return_sequences else last] + stacked
         if self.return_state:
             result.extend(states)
         return result[0] if len(result) == 1 else result
+
+    def _sampler(self, sequences, embedding, output_layer) -> _ScheduledSampler:
+        for name, layer in (("embedding", embedding), ("output_layer", output_layer)):
+            if not callable(layer):
+                raise ValueError(
+                    f"Layer {self.name} has scheduled sampling on (sampling_probability="
+                    f"{self._sampling!r}): in training its call needs the `embedding` and "
+                    f"`output_layer` layers. Received: {name}={layer!r}"
+                )
+        steps, batch = ops.shape(sequences)[1], ops.shape(sequences)[0]
+        # Uniforms in (0, 1): the coin of each (step, row), and the draw of its token.
+        coins = keras.random.uniform((steps, batch), seed=self.seed_generator)
+        draws = None
+        if self.sampling_mode == "sample":
+            draws = keras.random.uniform(
+                (steps, batch), minval=2.0**-24, maxval=1.0, seed=self.seed_generator
+            )
+        return _ScheduledSampler(
+            self.cell, embedding, output_layer, coins, draws, self.sampling_probability
+        )
 
     def _no_steps(self, batch, memory_steps, states, last):
         """The outputs of a zero-step sequence, laid out as `call` returns them."""
@@ -190,6 +273,17 @@ class AttentionRNN(keras.layers.Layer):
                 "return_attention_scores": self.return_attention_scores,
             }
         )
+        if self._sampling is not None:
+            probability = self.sampling_probability
+            if probability is not None:  # its current value (what a schedule set)
+                probability = float(ops.convert_to_numpy(probability))
+            else:
+                probability = self._sampling
+            config.update(
+                sampling_probability=probability,
+                sampling_mode=self.sampling_mode,
+                seed=self.seed,
+            )
         return config
 
     @classmethod
@@ -197,3 +291,43 @@ class AttentionRNN(keras.layers.Layer):
         config = copy.deepcopy(config)  # deserializers may pop keys (StackedRNNCells does)
         config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
         return cls(**config)
+
+
+class _ScheduledSampler:
+    """What one scheduled-sampling call of `AttentionRNN` feeds at each step."""
+
+    def __init__(self, cell, embedding, output_layer, coins, draws, probability):
+        self.cell, self.embedding, self.output_layer = cell, embedding, output_layer
+        self.coins, self.draws = coins, draws
+        self.probability = ops.cast(probability, "float32")
+
+    def choose_input(self, t, x_t, fed_back):
+        """`x_t` (the projected ground truth) or, where the coin says so (never at t = 0), the
+        projected embedding of the token `fed_back` drawn at step t - 1."""
+        sampled = self.cell.project_inputs(self.embedding(fed_back))
+        use = ops.logical_and(ops.take(self.coins, t, axis=0) < self.probability, t > 0)
+        return ops.where(ops.expand_dims(use, -1), ops.cast(sampled, x_t.dtype), x_t)
+
+    def next_token(self, t, output):
+        """The token drawn from this step's prediction (no gradient flows into the draw)."""
+        logits = ops.cast(self.output_layer(ops.stop_gradient(output)), "float32")
+        if self.draws is None:
+            return ops.cast(ops.argmax(logits, axis=-1), "int32")
+        return draw_tokens(logits, ops.take(self.draws, t, axis=0))
+
+
+def _check_sampling_probability(value: Any) -> Any:
+    """`None`, a float in [0, 1] or a scalar `keras.Variable`, else a `ValueError` naming it."""
+    if value is None or isinstance(value, keras.Variable):
+        if value is not None and tuple(value.shape) != ():
+            raise ValueError(
+                "`sampling_probability` must be a scalar variable. Received: "
+                f"sampling_probability with shape {tuple(value.shape)}"
+            )
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(
+            "`sampling_probability` must be None, a number in [0, 1] or a scalar "
+            f"keras.Variable. Received: sampling_probability={value!r}"
+        )
+    return float(value)

@@ -1,4 +1,4 @@
-"""Beam search with the GNMT length penalty (Wu et al., 2016)."""
+"""Beam search with the GNMT length and coverage penalties (Wu et al., 2016)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from keras_attention.decoding.step_fn import (
     write_step,
 )
 
-__all__ = ["beam_search", "gnmt_length_penalty"]
+__all__ = ["beam_search", "gnmt_coverage_penalty", "gnmt_length_penalty"]
 
 # The score of impossible candidates: dead beams at step 0, non-pad extensions of finished beams.
 _NEG = -1e9
@@ -42,6 +42,31 @@ def gnmt_length_penalty(lengths: Any, alpha: float) -> Any:
     return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, float(alpha))
 
 
+def gnmt_coverage_penalty(coverage: Any, beta: float) -> Any:
+    """The GNMT coverage penalty `cp = β · Σ_i log(min(c_i, 1))` of accumulated attention.
+
+    `c_i = Σ_t α_{t,i}` is the attention source position `i` received over the decoded steps.
+    As in tfa, positions with exactly zero coverage count as fully covered (`log 1 = 0`): they
+    are padding (masked memory gets exactly zero attention) or outside a local window.
+
+    Args:
+        coverage: Accumulated alignments `[..., S]` (float).
+        beta: The weight β; `0` turns the penalty off.
+
+    Returns:
+        float32 tensor of shape `[...]` (zero or negative for β > 0).
+
+    Example:
+
+    >>> import numpy as np
+    >>> round(float(gnmt_coverage_penalty(np.array([0.5, 1.7, 0.0], "float32"), 0.2)), 6)
+    -0.138629
+    """
+    coverage = ops.cast(coverage, "float32")
+    coverage = ops.where(ops.equal(coverage, 0.0), 1.0, ops.minimum(coverage, 1.0))
+    return float(beta) * ops.sum(ops.log(coverage), axis=-1)
+
+
 def beam_search(
     step_fn: StepFn,
     initial_state: Any,
@@ -51,13 +76,19 @@ def beam_search(
     max_length: int,
     beam_width: int = 4,
     length_penalty: float = 0.6,
+    coverage_penalty: float = 0.0,
     vocab_size: int | None = None,
     pad_token: int = 0,
 ) -> dict:
-    """Beam search ranked by the GNMT length-normalised score `log p(y) / lp(|y|)`.
+    """Beam search ranked by the GNMT score `log p(y) / lp(|y|) + cp(y)` (Wu et al., 2016).
 
-    `lp(len) = ((5 + len) / 6) ** length_penalty` (Wu et al., 2016), `len` counting the end
-    token. Each step scores the `K * V` extensions of the `K = beam_width` beams of a row and
+    `lp(len) = ((5 + len) / 6) ** length_penalty`, `len` counting the end token, and
+    `cp = β · Σ_i log(min(Σ_t α_{t,i}, 1))` with `β = coverage_penalty` (`gnmt_coverage_penalty`;
+    tfa's `coverage_penalty_weight`) over the alignments the beam accumulated. As in GNMT the
+    coverage term scores complete hypotheses only: it is added from the step a beam emits the
+    end token (tfa adds it one step later, to beams finished before the step) and stays fixed
+    while the beam is frozen; live beams are ranked by `log p / lp` alone. Each step scores
+    the `K * V` extensions of the `K = beam_width` beams of a row and
     keeps the best `K` by normalised score; beams store the raw sum of log-probabilities. A
     finished beam is frozen: its only extension is `pad_token` at zero cost, so its score and
     length stay fixed while it competes with the live beams. The state is tiled to
@@ -81,6 +112,9 @@ def beam_search(
         beam_width: K, the number of beams per row. Defaults to `4`.
         length_penalty: The GNMT exponent alpha; `0` ranks by raw log-probability.
             Defaults to `0.6`.
+        coverage_penalty: The GNMT weight beta of the coverage penalty; `0` turns it off (and
+            the search is then exactly the one without it). Needs a `step_fn` that returns
+            alignments. Defaults to `0.0`.
         vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
         pad_token: Written after the end token. Defaults to `0`.
@@ -88,11 +122,14 @@ def beam_search(
     Returns:
         A dict. For the best hypothesis of each row: `"ids"` `[B, max_length]` int32 (the end
         token included, `pad_token` after it), `"scores"` `[B]` float32 (sum of
-        log-probabilities), `"normalized_scores"` `[B]` (`scores / lp(lengths)`, what beams are
-        ranked by), `"lengths"` `[B]` int32 (the end token included) and, when `step_fn` returns
-        alignments, `"alignments"` `[B, max_length, S]` (zero after the end token). For all
-        beams, best first: `"beam_ids"` `[B, K, max_length]`, `"beam_scores"` `[B, K]` (sums of
-        log-probabilities) and `"beam_lengths"` `[B, K]`.
+        log-probabilities), `"normalized_scores"` `[B]` (`scores / lp(lengths)`, plus the
+        coverage penalty of finished beams: what beams are ranked by), `"lengths"` `[B]` int32
+        (the end token included) and, when `step_fn` returns alignments, `"alignments"`
+        `[B, max_length, S]` (zero after the end token). The n-best list, every beam best
+        first: `"beam_ids"` `[B, K, max_length]`, `"beam_scores"` `[B, K]` (sums of
+        log-probabilities), `"beam_normalized_scores"` `[B, K]` (sorted, decreasing) and
+        `"beam_lengths"` `[B, K]`. Beams are distinct hypotheses; when a row has fewer than K
+        possible ones, the rest score about -1e9.
 
     Example:
 
@@ -114,6 +151,12 @@ def beam_search(
     max_length = check_int("max_length", max_length, minimum=1)
     k = check_int("beam_width", beam_width, minimum=1)
     alpha = check_length_penalty(length_penalty)
+    beta = check_length_penalty(coverage_penalty, "coverage_penalty")
+    if beta < 0:
+        raise ValueError(
+            "`coverage_penalty` must be >= 0 (a weight; 0 turns it off). Received: "
+            f"coverage_penalty={coverage_penalty!r}"
+        )
     if vocab_size is not None:
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     check_tokens(
@@ -133,10 +176,19 @@ def beam_search(
     elif vocab_size is None:
         check_tokens({"end_token": end_token, "pad_token": pad_token}, int(vocab))
     with_alignments = alignment is not None
+    with_coverage = beta != 0.0
+    if with_coverage and not with_alignments:
+        raise ValueError(
+            "`coverage_penalty` needs the alignments: the `step_fn` must return them (as "
+            f"make_step_fn's does). Received: coverage_penalty={coverage_penalty!r} and a "
+            "step_fn returning alignment None"
+        )
 
     buffers = {"ids": ops.full((max_length, n), pad_token, "int32")}
     if with_alignments:
         buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(alignment)), "float32")
+    if with_coverage:  # not a buffer: each beam's accumulated alignment [N, S], carried along
+        buffers["coverage"] = ops.zeros(tuple(ops.shape(alignment)), "float32")
     # Only beam 0 is alive at the start: the K copies of the start state are identical.
     first = ops.where(ops.arange(k) == 0, 0.0, _NEG)
     scores = ops.zeros((batch_size, k), "float32") + ops.cast(first, "float32")
@@ -152,7 +204,18 @@ def beam_search(
         totals = ops.reshape(ops.expand_dims(scores, -1) + log_probs, (-1, k * vocab))
         new_lengths = lengths + ops.where(finished, 0, 1)
         penalty = ops.repeat(gnmt_length_penalty(new_lengths, alpha), vocab, axis=1)
-        _, chosen = ops.top_k(totals / penalty, k)  # [B, K], sorted best first
+        ranked = totals / penalty
+        if with_coverage:
+            # Candidate (beam k, token v) covers coverage_k + alpha_k (zero once k finished);
+            # it is complete if k was finished or v is the end token.
+            alive = ops.logical_not(ops.reshape(finished, (-1, 1)))
+            coverage = buffers["coverage"] + ops.where(alive, alignment, 0.0)
+            cp = ops.reshape(gnmt_coverage_penalty(coverage, beta), (-1, k, 1))
+            complete = ops.logical_or(
+                ops.expand_dims(finished, -1), ops.equal(ops.arange(vocab), end_token)
+            )
+            ranked = ranked + ops.reshape(ops.where(complete, cp, 0.0), (-1, k * vocab))
+        ranks, chosen = ops.top_k(ranked, k)  # [B, K], sorted best first
         chosen = ops.cast(chosen, "int32")
         parent, token = chosen // vocab, chosen % vocab
         scores = ops.take_along_axis(totals, chosen, axis=1)
@@ -172,16 +235,25 @@ def beam_search(
             alignment = ops.where(was_finished, 0.0, alignment)
             history = ops.take(buffers["alignments"], rows, axis=1)
             buffers["alignments"] = write_step(history, t, alignment)
+        if with_coverage:
+            buffers["coverage"] = ops.take(coverage, rows, axis=0)
+            buffers["ranks"] = ranks
         state = keras.tree.map_structure(lambda s: ops.take(s, rows, axis=0), state)
         return flat_token, state, buffers, scores, lengths, finished
 
+    if with_coverage:  # the ranking scores of the beams, carried for the n-best list
+        buffers["ranks"] = ops.zeros((batch_size, k), "float32")
     carry = advance(t0, log_probs, alignment, state, buffers, scores, lengths, finished)
     _, _, buffers, scores, lengths, _ = search_loop(step_fn, advance, carry, max_length)
     beam_ids = ops.transpose(ops.reshape(buffers["ids"], (max_length, -1, k)), (1, 2, 0))
+    if with_coverage:
+        normalized = buffers["ranks"]
+    else:
+        normalized = scores / gnmt_length_penalty(lengths, alpha)
     result = {
         "ids": beam_ids[:, 0],
         "scores": scores[:, 0],
-        "normalized_scores": scores[:, 0] / gnmt_length_penalty(lengths[:, 0], alpha),
+        "normalized_scores": normalized[:, 0],
         "lengths": lengths[:, 0],
     }
     if with_alignments:
@@ -189,5 +261,10 @@ def beam_search(
         rows, memory_steps = ops.shape(history)[1], ops.shape(history)[-1]  # no -1: S may be 0
         history = ops.reshape(history, (max_length, rows // k, k, memory_steps))
         result["alignments"] = ops.transpose(history[:, :, 0], (1, 0, 2))
-    result.update(beam_ids=beam_ids, beam_scores=scores, beam_lengths=lengths)
+    result.update(
+        beam_ids=beam_ids,
+        beam_scores=scores,
+        beam_normalized_scores=normalized,
+        beam_lengths=lengths,
+    )
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -75,6 +76,32 @@ def greedy_search(
     check_tokens(tokens, vocab_size)
     check_search_arguments(step_fn, batch_size, 1, start_token)
 
+    return one_path_search(
+        step_fn,
+        initial_state,
+        batch_size,
+        lambda t, log_probs: ops.cast(ops.argmax(log_probs, axis=-1), "int32"),
+        end_token=end_token,
+        start_token=start_token,
+        max_length=max_length,
+        vocab_size=vocab_size,
+        pad_token=pad_token,
+    )
+
+
+def one_path_search(
+    step_fn: StepFn,
+    initial_state: Any,
+    batch_size: Any,
+    choose: Callable,
+    start_token: int,
+    end_token: int,
+    max_length: int,
+    vocab_size: int | None,
+    pad_token: int,
+) -> dict:
+    """The loop of `greedy_search` and `sample_search` (arguments already checked): one
+    hypothesis per row, its token at step t `choose(t, log_probs [N, V]) -> [N] int32`."""
     tokens = ops.full((batch_size,), start_token, "int32")
     state = keras.tree.map_structure(ops.convert_to_tensor, initial_state)  # NumPy states too
     log_probs, state, alignment = call_step(
@@ -93,7 +120,7 @@ def greedy_search(
 
     def advance(t, log_probs, alignment, state, buffers, scores, lengths, finished):
         """Choose the tokens of step t from its log-probabilities and record them."""
-        token = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+        token = choose(t, log_probs)
         token_log_prob = ops.take_along_axis(log_probs, ops.expand_dims(token, -1), axis=-1)[:, 0]
         token = ops.where(finished, pad_token, token)
         scores = scores + ops.where(finished, 0.0, token_log_prob)

@@ -115,16 +115,14 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     return int(value)
 
 
-def check_length_penalty(value: Any) -> float:
-    """The GNMT exponent as a finite float, or a `ValueError` naming it."""
+def check_length_penalty(value: Any, name: str = "length_penalty") -> float:
+    """A GNMT penalty weight as a finite float, or a `ValueError` naming it."""
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
         or not math.isfinite(float(value))
     ):
-        raise ValueError(
-            f"`length_penalty` must be a finite number. Received: length_penalty={value!r}"
-        )
+        raise ValueError(f"`{name}` must be a finite number. Received: {name}={value!r}")
     return float(value)
 
 

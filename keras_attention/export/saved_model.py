@@ -19,22 +19,36 @@ def export_saved_model(
     max_length: int = 50,
     beam_width: int = 1,
     length_penalty: float = 0.6,
+    coverage_penalty: float = 0.0,
+    return_beams: bool = False,
+    sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
     source_tokenizer: Any = None,
     target_tokenizer: Any = None,
     overwrite: bool = False,
     jit_compile: bool = False,
     verbose: bool = False,
 ) -> str:
-    """Write a trained `Seq2Seq` (or a `Translator`) as a SavedModel with two signatures.
+    """Write a trained `Seq2Seq` (or a `Translator`) as a SavedModel with two to four signatures.
 
     - `serving_default`: input `source_ids` (int32 `[batch, length]`, 0 = padding, the end
       token included as `text` tokenizers' `tokenize(..., add_end=True)` makes it); outputs
       `ids` int32 `[batch, max_length]` (end token included, 0 after it), `scores` float32
       `[batch]` (sum of log-probabilities), `lengths` int32 `[batch]` and `alignments` float32
-      `[batch, max_length, length]`.
+      `[batch, max_length, length]`. With `return_beams` (beam search) also the n-best list:
+      `beam_ids` `[batch, K, max_length]`, `beam_scores`, `beam_normalized_scores` and
+      `beam_lengths` `[batch, K]`, best first.
     - `translate` (when both tokenizers are known): input `inputs` (string `[batch]`); outputs
-      `outputs` (string `[batch]`), `scores` and `lengths`. Tokenization runs in the graph;
-      unseen characters/words become the unknown token, empty strings decode normally.
+      `outputs` (string `[batch]`), `scores` and `lengths` (and `beam_outputs` `[batch, K]`
+      with `return_beams`). Tokenization runs in the graph; unseen characters/words become the
+      unknown token, empty strings decode normally.
+    - `sample` (with `sample=True`): inputs `source_ids` and `seed` (int32 scalar); the
+      outputs of a greedy `serving_default`, drawn by `sample_search` with the `temperature`,
+      `top_k` and `top_p` fixed at export. The same seed gives the same ids on one device.
+    - `sample_translate` (with `sample=True` and both tokenizers): inputs `inputs` and
+      `seed`; outputs `outputs`, `scores`, `lengths`.
 
     Batch size and source length are variable. The search is greedy (`beam_width=1`) or beam
     search, with `max_length` fixed at export time. After writing, the op list of the saved
@@ -51,6 +65,13 @@ def export_saved_model(
             settings win when a `Translator` is given).
         beam_width: `1` = greedy. Defaults to `1`.
         length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
+        coverage_penalty: GNMT beta for beam search. Defaults to `0.0` (off).
+        return_beams: Add the n-best list to `serving_default` (and `translate`); needs
+            `beam_width > 1`. Defaults to `False`.
+        sample: Add the `sample` signatures. Defaults to `False`.
+        temperature: Their sampling temperature. Defaults to `1.0`.
+        top_k: Their top-k. Defaults to `None`.
+        top_p: Their nucleus mass. Defaults to `None`.
         source_tokenizer: Defaults to the model's.
         target_tokenizer: Defaults to the model's.
         overwrite: Replace an existing `path`. Defaults to `False` (a `FileExistsError`).
@@ -63,6 +84,7 @@ def export_saved_model(
     """
     import tensorflow as tf
 
+    from keras_attention.layers.base_attention import check_flag
     from keras_attention.models import Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -78,6 +100,7 @@ def export_saved_model(
                 max_length=model.max_length,
                 beam_width=model.beam_width,
                 length_penalty=model.length_penalty,
+                coverage_penalty=model.coverage_penalty,
                 source_tokenizer=source_tokenizer or model.source_tokenizer,
                 target_tokenizer=target_tokenizer or model.target_tokenizer,
             )
@@ -87,8 +110,25 @@ def export_saved_model(
             max_length=max_length,
             beam_width=beam_width,
             length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
             source_tokenizer=source_tokenizer,
             target_tokenizer=target_tokenizer,
+        )
+    return_beams, sample = check_flag("return_beams", return_beams), check_flag("sample", sample)
+    if return_beams and translator.beam_width == 1:
+        raise ValueError(
+            "`return_beams=True` exports beam search's n-best list: it needs beam_width > 1. "
+            f"Received: beam_width={translator.beam_width}"
+        )
+    sampler = None
+    if sample:
+        sampler = Translator(
+            translator.model,
+            max_length=translator.max_length,
+            sample=True,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
         )
     path = os.fspath(path)
     if os.path.exists(path):
@@ -113,51 +153,80 @@ def export_saved_model(
         missing = tf.maximum(0, 1 - tf.shape(source_ids)[1])
         return tf.pad(source_ids, [[0, 0], [0, missing]])
 
-    def search(source_ids):
-        """The search's outputs; an empty batch gets empty outputs (the search's buffer
-        scatters reject zero-size tensors)."""
-        source_ids = at_least_one_step(source_ids)
+    def searcher(decoder, with_beams):
+        def search(source_ids, seed=0):
+            """The search's outputs; an empty batch gets empty outputs (the search's buffer
+            scatters reject zero-size tensors)."""
+            source_ids = at_least_one_step(source_ids)
+            keys = ["ids", "scores", "lengths", "alignments"]
+            if with_beams:
+                keys += ["beam_ids", "beam_scores", "beam_normalized_scores", "beam_lengths"]
 
-        def run():
-            result = translator.generate(source_ids)
-            return {k: result[k] for k in ("ids", "scores", "lengths", "alignments")}
+            def run():
+                result = decoder.generate(source_ids, seed)
+                return {k: result[k] for k in keys}
 
-        def empty():
-            length = tf.shape(source_ids)[1]
-            return {
-                "ids": tf.zeros([0, translator.max_length], tf.int32),
-                "scores": tf.zeros([0], tf.float32),
-                "lengths": tf.zeros([0], tf.int32),
-                "alignments": tf.zeros([0, translator.max_length, length], tf.float32),
-            }
+            def empty():
+                length, steps, k = tf.shape(source_ids)[1], decoder.max_length, decoder.beam_width
+                shapes = {
+                    "ids": ([0, steps], tf.int32),
+                    "scores": ([0], tf.float32),
+                    "lengths": ([0], tf.int32),
+                    "alignments": ([0, steps, length], tf.float32),
+                    "beam_ids": ([0, k, steps], tf.int32),
+                    "beam_scores": ([0, k], tf.float32),
+                    "beam_normalized_scores": ([0, k], tf.float32),
+                    "beam_lengths": ([0, k], tf.int32),
+                }
+                return {key: tf.zeros(*shapes[key]) for key in keys}
 
-        return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
+            return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
 
+        # No AutoGraph: the search has no Python control flow on tensors (its loops are
+        # ops.while_loop, the empty-batch branch a tf.cond), and converting the sampling
+        # helpers failed ("tf___int32() takes 1 positional argument but 2 were given").
+        return tf.function(search, jit_compile=jit_compile, autograph=False)
+
+    ids_spec = tf.TensorSpec([None, None], tf.int32, name="source_ids")
+    seed_spec = tf.TensorSpec([], tf.int32, name="seed")
+    strings_spec = tf.TensorSpec([None], tf.string, name="inputs")
     archive = keras.export.ExportArchive()
     archive.track(seq2seq)
-    search = tf.function(search, jit_compile=jit_compile)
-    archive.add_endpoint(
-        "serving_default",
-        search,
-        input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
-    )
+    search = searcher(translator, return_beams)
+    archive.add_endpoint("serving_default", search, input_signature=[ids_spec])
+    if sampler is not None:
+        sample_search = searcher(sampler, False)
+        archive.add_endpoint("sample", sample_search, input_signature=[ids_spec, seed_spec])
     if translator.source_tokenizer is not None and translator.target_tokenizer is not None:
         source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
 
-        def serve_strings(inputs):
+        def strings_of(search, inputs, *seed):
             source_ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
-            result = search(source_ids)
-            return {
+            result = search(source_ids, *seed)
+            outputs = {
                 "outputs": target_tok.detokenize(result["ids"]),
                 "scores": result["scores"],
                 "lengths": result["lengths"],
             }
+            if "beam_ids" in result:
+                beams = result["beam_ids"]
+                flat = tf.reshape(beams, [-1, translator.max_length])
+                outputs["beam_outputs"] = tf.reshape(
+                    target_tok.detokenize(flat), [-1, translator.beam_width]
+                )
+            return outputs
 
         archive.add_endpoint(
             "translate",
-            serve_strings,
-            input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
+            lambda inputs: strings_of(search, inputs),
+            input_signature=[strings_spec],
         )
+        if sampler is not None:
+            archive.add_endpoint(
+                "sample_translate",
+                lambda inputs, seed: strings_of(sample_search, inputs, seed),
+                input_signature=[strings_spec, seed_spec],
+            )
     archive.write_out(path, verbose=verbose)
     found = FORBIDDEN_OPS & exported_ops(path)
     if found:

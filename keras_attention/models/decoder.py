@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import keras
@@ -60,13 +61,17 @@ class Seq2SeqDecoder(ConfigLayer):
         input_feeding: Luong's input feeding of `h̃_{t-1}`. Defaults to `True`.
         state_handover: `"dense"`, `"copy"` or `"none"`. Defaults to `"dense"`.
         dropout: Dropout on the embeddings and before the projection. Defaults to `0`.
+        scheduled_sampling: Scheduled sampling's initial probability in [0, 1] (see
+            `AttentionRNN(sampling_probability=...)`; the embedding and the projection feed
+            the model's own tokens back in training). Defaults to `None` (off).
+        scheduled_sampling_mode: `"sample"` or `"argmax"`. Defaults to `"sample"`.
         **kwargs: Base layer arguments.
     """
 
     CONFIG_KEYS = (
         "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "attention",
         "score_mode", "alignment", "window_radius", "attention_dim", "input_feeding",
-        "state_handover", "dropout",
+        "state_handover", "dropout", "scheduled_sampling", "scheduled_sampling_mode",
     )  # fmt: skip
 
     def __init__(
@@ -84,6 +89,8 @@ class Seq2SeqDecoder(ConfigLayer):
         input_feeding: bool = True,
         state_handover: str = "dense",
         dropout: float = 0.0,
+        scheduled_sampling: float | None = None,
+        scheduled_sampling_mode: str = "sample",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -141,7 +148,29 @@ class Seq2SeqDecoder(ConfigLayer):
         else:
             attention_layer = AdditiveAttention(units=self.attention_dim, name="additive_attention")
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
-        self.rnn_layer = AttentionRNN(self.cell, return_attention_scores=True, name="attention_rnn")
+        scheduled_sampling_mode = choice(
+            "scheduled_sampling_mode", scheduled_sampling_mode, ("sample", "argmax")
+        )
+        if scheduled_sampling is not None and (
+            isinstance(scheduled_sampling, bool)
+            or not isinstance(scheduled_sampling, numbers.Real)
+            or not 0 <= scheduled_sampling <= 1
+        ):
+            raise ValueError(
+                "`scheduled_sampling` must be None or a probability in [0, 1]. Received: "
+                f"scheduled_sampling={scheduled_sampling!r}"
+            )
+        self.rnn_layer = AttentionRNN(
+            self.cell,
+            return_attention_scores=True,
+            sampling_probability=(
+                None if scheduled_sampling is None else float(scheduled_sampling)
+            ),
+            sampling_mode=scheduled_sampling_mode,
+            name="attention_rnn",
+        )
+        self.scheduled_sampling = self.rnn_layer._sampling
+        self.scheduled_sampling_mode = scheduled_sampling_mode
         states_per_layer = 2 if self.rnn == "lstm" else 1
         self.bridges = []
         if self.state_handover == "dense":
@@ -188,8 +217,17 @@ class Seq2SeqDecoder(ConfigLayer):
         x = self.dropout_layer(self.embedding(target_ids), training=training)
         mask = ops.not_equal(target_ids, 0)
         states = self.initial_state(encoder_states or [], ops.shape(target_ids)[0])
+        feed_back = {}
+        if self.scheduled_sampling is not None:
+            feed_back = {"embedding": self.embedding, "output_layer": self.projection}
         outputs, alignments = self.rnn_layer(
-            x, memory, memory_mask=memory_mask, initial_state=states, mask=mask, training=training
+            x,
+            memory,
+            memory_mask=memory_mask,
+            initial_state=states,
+            mask=mask,
+            training=training,
+            **feed_back,
         )
         logits = self.projection(self.dropout_layer(outputs, training=training))
         return (logits, alignments) if return_attention_scores else logits

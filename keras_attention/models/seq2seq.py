@@ -9,8 +9,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.step_fn import check_int, check_tokens
+from keras_attention.layers.base_attention import check_flag
 from keras_attention.models._options import positive_int
 from keras_attention.models.decoder import Seq2SeqDecoder
 from keras_attention.models.encoder import Seq2SeqEncoder
@@ -57,6 +58,13 @@ class Seq2Seq(keras.Model):
         dropout: Dropout rate. Defaults to `0`.
         start_id: The id fed at the first decoder step. Defaults to `2`.
         end_id: The id that ends a target. Defaults to `3`.
+        scheduled_sampling: Train with scheduled sampling (Bengio et al., 2015): the initial
+            probability in [0, 1] of feeding the decoder its own sampled previous token
+            instead of the ground truth (`AttentionRNN(sampling_probability=...)`), changed
+            between epochs by the `ScheduledSampling` callback. Teacher-forced evaluation and
+            decoding are unaffected. Defaults to `None` (off).
+        scheduled_sampling_mode: `"sample"` (from the softmax) or `"argmax"`. Defaults to
+            `"sample"`.
         source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
         target_tokenizer: Optional tokenizer of the target side.
         **kwargs: Base model arguments (`name`, ...).
@@ -95,6 +103,8 @@ class Seq2Seq(keras.Model):
         dropout: float = 0.0,
         start_id: int = 2,
         end_id: int = 3,
+        scheduled_sampling: float | None = None,
+        scheduled_sampling_mode: str = "sample",
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
         **kwargs: Any,
@@ -141,6 +151,9 @@ class Seq2Seq(keras.Model):
             "start_id": self.start_id,
             "end_id": self.end_id,
         }
+        if scheduled_sampling is not None:  # (absent keys keep older configs identical)
+            self._config["scheduled_sampling"] = scheduled_sampling
+            self._config["scheduled_sampling_mode"] = scheduled_sampling_mode
         memory_dim = encoder_units * (2 if bidirectional else 1)
         is_luong = str(attention).lower() == "luong"
         if is_luong and str(score_mode).lower() == "dot" and memory_dim != units:
@@ -176,6 +189,8 @@ class Seq2Seq(keras.Model):
             input_feeding=input_feeding,
             state_handover=state_handover,
             dropout=dropout,
+            scheduled_sampling=scheduled_sampling,
+            scheduled_sampling_mode=scheduled_sampling_mode,
             name="decoder",
         )
 
@@ -186,6 +201,12 @@ class Seq2Seq(keras.Model):
     @property
     def target_vocabulary_size(self) -> int:
         return self._config["target_vocabulary_size"]
+
+    @property
+    def sampling_probability(self):
+        """The scheduled-sampling probability (a non-trainable scalar variable, created when
+        the model is built), or `None` when scheduled sampling is off."""
+        return self.decoder.rnn_layer.sampling_probability
 
     # ---------------------------------------------------------------- training graph
     def build(self, inputs_shape) -> None:
@@ -225,14 +246,22 @@ class Seq2Seq(keras.Model):
         max_length: int = 50,
         beam_width: int = 1,
         length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: Any = None,
     ) -> dict:
         """Decode source ids `[B, S]` (0 = padding) to target ids.
 
-        Greedy search when `beam_width == 1`, else beam search with the GNMT length penalty
-        (`keras_attention.decoding`). The padding id 0 and `start_id` are never generated
-        (their logits are masked: 0 in the output means "after the end"). Traceable:
-        `Translator` runs it under `tf.function(jit_compile=True)` on TensorFlow and
-        `jax.jit` on JAX.
+        Greedy search when `beam_width == 1`, beam search with the GNMT length and coverage
+        penalties when it is more, sampling (`sample=True`, with `temperature`, `top_k`,
+        `top_p` and `seed` as in `keras_attention.decoding.sample_search`) instead of greedy.
+        The padding id 0 and `start_id` are never generated (their logits are masked: 0 in the
+        output means "after the end"). Traceable: `Translator` runs it under
+        `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
+        tensor there).
 
         Returns:
             The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),
@@ -241,6 +270,12 @@ class Seq2Seq(keras.Model):
         """
         max_length = check_int("max_length", max_length, minimum=1)
         beam_width = check_int("beam_width", beam_width, minimum=1)
+        sample = check_flag("sample", sample)
+        if sample and beam_width != 1:
+            raise ValueError(
+                "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "
+                f"beam_width={beam_width}"
+            )
         if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
             source_ids = _checked_host_ids(source_ids, self.source_vocabulary_size)
         source_ids = ops.convert_to_tensor(source_ids)
@@ -267,23 +302,41 @@ class Seq2Seq(keras.Model):
             "max_length": max_length,
             "vocab_size": self.target_vocabulary_size,
         }
-        if beam_width == 1:
+        if sample:
+            result = sample_search(
+                step_fn, state, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                **common,
+            )  # fmt: skip
+        elif beam_width == 1:
             result = greedy_search(step_fn, state, **common)
         else:
             result = beam_search(
-                step_fn, state, beam_width=beam_width, length_penalty=length_penalty, **common
+                step_fn,
+                state,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+                coverage_penalty=coverage_penalty,
+                **common,
             )
         if source_ids.shape[1] == 0:  # decoded from one padding step: no source positions
             result["alignments"] = result["alignments"][..., :0]
         return result
 
-    def translate(self, texts, max_length: int = 50, beam_width: int = 1, **kwargs) -> list:
+    def translate(
+        self,
+        texts,
+        max_length: int = 50,
+        beam_width: int = 1,
+        n_best: int | None = None,
+        **kwargs,
+    ) -> list:
         """Strings to strings with the model's tokenizers, through a new `Translator` (which
-        compiles its search on first use): keep a `Translator` for repeated calls."""
+        compiles its search on first use; `kwargs` are its arguments): keep a `Translator` for
+        repeated calls. `n_best=k` returns k strings per input (see `Translator.translate`)."""
         from keras_attention.models.translator import Translator
 
         translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
-        return translator.translate(texts)
+        return translator.translate(texts, n_best=n_best)
 
     # ---------------------------------------------------------------- serialization
     def get_config(self) -> dict:
@@ -383,6 +436,7 @@ def _empty_result(max_length: int, beam_width: int, source_length) -> dict:
             normalized_scores=ops.zeros((0,), "float32"),
             beam_ids=ops.zeros((0, beam_width, max_length), "int32"),
             beam_scores=ops.zeros((0, beam_width), "float32"),
+            beam_normalized_scores=ops.zeros((0, beam_width), "float32"),
             beam_lengths=ops.zeros((0, beam_width), "int32"),
         )
     return result

@@ -8,11 +8,13 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention.decoding.sampling import check_sampling
 from keras_attention.decoding.step_fn import check_int, check_length_penalty
+from keras_attention.layers.base_attention import check_flag
 
 
 class Translator:
-    """Greedy or beam-search decoding of a trained `Seq2Seq`, compiled once.
+    """Greedy, beam-search or sampling decoding of a trained `Seq2Seq`, compiled once.
 
     On TensorFlow the search runs in a `tf.function` (compiled with XLA by default: one XLA
     program per padded source length); on JAX in `jax.jit` (XLA, with the model's weights
@@ -28,6 +30,17 @@ class Translator:
             `50`.
         beam_width: `1` for greedy search, more for beam search. Defaults to `1`.
         length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
+        coverage_penalty: GNMT beta for beam search (tfa's `coverage_penalty_weight`); `0` is
+            off. Defaults to `0.0`.
+        sample: Sample instead of the greedy argmax (`keras_attention.decoding.sample_search`;
+            needs `beam_width=1`). Defaults to `False`.
+        temperature: Sampling temperature. Defaults to `1.0`.
+        top_k: Sample among the k most probable tokens. Defaults to `None` (all).
+        top_p: Nucleus sampling mass in (0, 1]. Defaults to `None` (all).
+        seed: With `sample`, seeds the stream of per-call seeds (each call draws the next one
+            from `np.random.default_rng(seed)`), so a new Translator with the same seed repeats
+            its outputs call for call; `None` draws fresh ones. A call's own `seed=` wins.
+            Defaults to `None`.
         jit_compile: Compile the search with XLA: `True`, `False` or `"auto"` (XLA on the
             TensorFlow and JAX backends, eager on PyTorch, where `True` is an error: XLA
             needs TensorFlow or JAX). Defaults to `"auto"`.
@@ -44,6 +57,11 @@ class Translator:
     >>> result = translator(np.array([[5, 6, 3], [4, 3, 0]]))
     >>> result["ids"].shape, result["alignments"].shape
     ((2, 5), (2, 5, 3))
+    >>> sampler = Translator(translator.model, max_length=5, sample=True, top_k=3,
+    ...                      jit_compile=False)
+    >>> bool((sampler(np.array([[5, 6, 3]]), seed=1)["ids"]
+    ...       == sampler(np.array([[5, 6, 3]]), seed=1)["ids"]).all())
+    True
     """
 
     def __init__(
@@ -52,6 +70,12 @@ class Translator:
         max_length: int = 50,
         beam_width: int = 1,
         length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
         jit_compile: bool | str = "auto",
         pad_to_multiple: int = 16,
         source_tokenizer: Any = None,
@@ -67,19 +91,42 @@ class Translator:
         self.max_length = check_int("max_length", max_length, minimum=1)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
         self.length_penalty = check_length_penalty(length_penalty)
+        self.coverage_penalty = check_length_penalty(coverage_penalty, "coverage_penalty")
+        if self.coverage_penalty < 0:
+            raise ValueError(
+                f"`coverage_penalty` must be >= 0. Received: coverage_penalty={coverage_penalty!r}"
+            )
+        self.sample = check_flag("sample", sample)
+        if self.sample and self.beam_width != 1:
+            raise ValueError(
+                "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "
+                f"beam_width={beam_width}"
+            )
+        self.temperature, self.top_k, self.top_p = check_sampling(temperature, top_k, top_p)
+        if seed is not None:
+            seed = check_int("seed", seed, minimum=0)
+        self.seed = seed
+        self._seeds = np.random.default_rng(seed)
         self.pad_to_multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)
         self.source_tokenizer = source_tokenizer or model.source_tokenizer
         self.target_tokenizer = target_tokenizer or model.target_tokenizer
         self.jit_compile = _resolve_jit_compile(jit_compile)
         self._compiled = None
 
-    def generate(self, source_ids) -> dict:
-        """The search on `[B, S]` ids as backend tensors (traceable; what exports call)."""
+    def generate(self, source_ids, seed=0) -> dict:
+        """The search on `[B, S]` ids as backend tensors (traceable; what exports call).
+        `seed` (an int or an int32 scalar tensor) is used when sampling."""
         return self.model.generate(
             source_ids,
             max_length=self.max_length,
             beam_width=self.beam_width,
             length_penalty=self.length_penalty,
+            coverage_penalty=self.coverage_penalty,
+            sample=self.sample,
+            temperature=self.temperature,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            seed=seed,
         )
 
     def _function(self):
@@ -89,7 +136,10 @@ class Translator:
 
                 self._compiled = tf.function(
                     self.generate,
-                    input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
+                    input_signature=[
+                        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+                        tf.TensorSpec([], tf.int32, name="seed"),
+                    ],
                     jit_compile=self.jit_compile,
                 )
             elif self.jit_compile:  # JAX (see `_resolve_jit_compile`)
@@ -107,16 +157,23 @@ class Translator:
             model.build({"source_ids": (None, None), "target_ids": (None, None)})
         variables = list(model.variables)
 
-        def stateless_generate(values, source_ids):
+        def stateless_generate(values, source_ids, seed):
             with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-                return self.generate(source_ids)
+                return self.generate(source_ids, seed)
 
         compiled = jax.jit(stateless_generate)
-        return lambda source_ids: compiled([v.value for v in variables], source_ids)
+        return lambda source_ids, seed: compiled([v.value for v in variables], source_ids, seed)
 
-    def __call__(self, source_ids) -> dict:
+    def __call__(self, source_ids, seed: int | None = None) -> dict:
         """Decode source ids `[B, S]` (0 = padding); returns a dict of NumPy arrays with
-        alignments cut back to the source length `S`."""
+        alignments cut back to the source length `S`. `seed` (sampling only): this call's
+        seed, an int in [0, 2**31). Defaults to `None` (the next of the Translator's seeds)."""
+        if seed is None:
+            seed = int(self._seeds.integers(0, 2**31 - 1))
+        else:
+            seed = check_int("seed", seed, minimum=0)
+            if seed >= 2**31:
+                raise ValueError(f"`seed` must be in [0, 2**31). Received: seed={seed}")
         source_ids = np.asarray(source_ids)
         if source_ids.ndim != 2 or not np.issubdtype(source_ids.dtype, np.integer):
             raise ValueError(
@@ -136,20 +193,38 @@ class Translator:
         multiple = self.pad_to_multiple if self.jit_compile else 1
         padded = -(-max(length, 1) // multiple) * multiple
         source_ids = np.pad(source_ids, ((0, 0), (0, padded - length))).astype("int32")
-        result = {k: ops.convert_to_numpy(v) for k, v in self._function()(source_ids).items()}
+        seed = np.asarray(seed, "int32")
+        result = {k: ops.convert_to_numpy(v) for k, v in self._function()(source_ids, seed).items()}
         if "alignments" in result:
             result["alignments"] = result["alignments"][..., :length]
         return result
 
     def _empty(self) -> dict:
-        return {
+        result = {
             "ids": np.zeros((0, self.max_length), "int32"),
             "scores": np.zeros((0,), "float32"),
             "lengths": np.zeros((0,), "int32"),
         }
+        if self.beam_width > 1:
+            k = self.beam_width
+            result.update(
+                beam_ids=np.zeros((0, k, self.max_length), "int32"),
+                beam_scores=np.zeros((0, k), "float32"),
+                beam_normalized_scores=np.zeros((0, k), "float32"),
+                beam_lengths=np.zeros((0, k), "int32"),
+            )
+        return result
 
-    def translate(self, texts) -> list:
-        """Translate a list of strings with the tokenizers; returns a list of `str`."""
+    def translate(self, texts, n_best: int | None = None) -> list:
+        """Translate a list of strings with the tokenizers; returns a list of `str`, or with
+        `n_best=k` (beam search, `k <= beam_width`) a list of k strings per input, best first."""
+        if n_best is not None:
+            n_best = check_int("n_best", n_best, minimum=1)
+            if n_best > self.beam_width:
+                raise ValueError(
+                    f"`n_best` must be at most the beam width ({self.beam_width}): beam search "
+                    f"keeps that many hypotheses. Received: n_best={n_best}"
+                )
         if self.source_tokenizer is None or self.target_tokenizer is None:
             raise ValueError(
                 "`translate` needs source and target tokenizers: build the Seq2Seq model with "
@@ -163,7 +238,16 @@ class Translator:
         if not texts:
             return []
         source_ids = ops.convert_to_numpy(self.source_tokenizer.tokenize(texts, add_end=True))
-        ids = self(source_ids)["ids"]
+        result = self(source_ids)
+        if n_best is None:
+            return self._strings(result["ids"])
+        if self.beam_width == 1:  # n_best=1 of greedy search or sampling
+            return [[text] for text in self._strings(result["ids"])]
+        beams = result["beam_ids"][:, :n_best]
+        strings = self._strings(beams.reshape(-1, beams.shape[-1]))
+        return [strings[i * n_best : (i + 1) * n_best] for i in range(len(texts))]
+
+    def _strings(self, ids) -> list:
         strings = ops.convert_to_numpy(self.target_tokenizer.detokenize(ids))
         return [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in strings]
 

@@ -8,7 +8,14 @@ import pytest
 from keras import ops
 
 from keras_attention import AttentionRNN, LuongAttention, LuongAttentionCell
-from keras_attention.decoding import beam_search, gnmt_length_penalty, greedy_search, make_step_fn
+from keras_attention.decoding import (
+    beam_search,
+    gnmt_coverage_penalty,
+    gnmt_length_penalty,
+    greedy_search,
+    make_step_fn,
+    sample_search,
+)
 from tests.backend_utils import BACKEND, jit, to_numpy
 
 PAD, START, END = 0, 1, 2
@@ -315,3 +322,128 @@ def test_make_step_fn_beam_search_jit_compiled_equals_eager():
     jitted = _np(jit(run)(ops.convert_to_tensor(memory), ops.convert_to_tensor(mask)))
     for key, value in eager.items():
         np.testing.assert_allclose(jitted[key], value, rtol=1e-4, atol=1e-5, err_msg=key)
+
+
+# ---------------------------------------------------------------- coverage penalty and n-best
+def _coverage_step():
+    """Start -> 3 (p=.6) or 4 (p=.4), then the end token (2) for sure. Alignment over S=2
+    source positions, by the token fed: start [.5, .5], 3 [.9, .1], 4 [.5, .5]."""
+    table = np.full((1, 6, 6), 1e-9, "float32")
+    table[0, START, 3], table[0, START, 4] = 0.6, 0.4
+    table[0, 3:, END] = table[0, END, END] = table[0, PAD, END] = 1.0
+    aligns = np.full((6, 2), 0.5, "float32")
+    aligns[3] = [0.9, 0.1]
+    log_table = np.log(table[0])
+
+    def step_fn(tokens, state, t):
+        return ops.take(log_table, tokens, axis=0), state, ops.take(aligns, tokens, axis=0)
+
+    return step_fn
+
+
+def test_coverage_penalty_by_hand():
+    # "3 end" covers [.5 + .9, .5 + .1] = [1.4, .6]: cp = beta log .6; "4 end" covers [1, 1]:
+    # cp = 0. With alpha = 0, "3 end" ranks (log .6) + beta log .6 and "4 end" log .4: the
+    # penalty flips the winner for beta > log .4 / log .6 - 1 = 0.794.
+    step_fn = _coverage_step()
+    for beta, best in ((0.5, 3), (1.0, 4)):
+        result = _np(
+            beam_search(
+                step_fn, (), 1, START, END, 3, beam_width=2, length_penalty=0.0,
+                coverage_penalty=beta,
+            )
+        )  # fmt: skip
+        ranked = {3: np.log(0.6) + beta * np.log(0.6), 4: np.log(0.4)}
+        other = 7 - best
+        np.testing.assert_array_equal(result["beam_ids"][0, :, 0], [best, other])
+        np.testing.assert_allclose(
+            result["beam_normalized_scores"][0], [ranked[best], ranked[other]], rtol=1e-5
+        )
+        probabilities = {3: 0.6, 4: 0.4}
+        np.testing.assert_allclose(
+            result["beam_scores"][0], np.log([probabilities[best], probabilities[other]]), 1e-5
+        )
+    # The penalty alone, on a hand example: beta * (log .5 + log 1 + [zero coverage: 0]).
+    np.testing.assert_allclose(
+        to_numpy(gnmt_coverage_penalty(np.array([[0.5, 1.7, 0.0]], "float32"), 0.2)),
+        [0.2 * np.log(0.5)],
+        rtol=1e-6,
+    )
+
+
+def test_coverage_penalty_zero_is_todays_beam_search_exactly():
+    decoder = _decoder()
+    cell, embedding, dense, memory, mask = decoder
+    step_fn = make_step_fn(cell, embedding, dense, memory, mask, beam_width=3)
+    state = cell.get_initial_state(BATCH)
+    plain = _np(beam_search(step_fn, state, BATCH, START, REAL_END, 6, beam_width=3))
+    zero = _np(
+        beam_search(step_fn, state, BATCH, START, REAL_END, 6, beam_width=3, coverage_penalty=0)
+    )
+    assert plain.keys() == zero.keys()
+    for key in plain:
+        np.testing.assert_array_equal(zero[key], plain[key], err_msg=key)
+
+
+def test_n_best_sorted_distinct_and_rescored_under_teacher_forcing():
+    decoder = _decoder()
+    cell, embedding, dense, memory, mask = decoder
+    k, beta, alpha = 4, 0.3, 0.6
+    step_fn = make_step_fn(cell, embedding, dense, memory, mask, beam_width=k)
+    state = cell.get_initial_state(BATCH)
+    result = _np(
+        beam_search(
+            step_fn, state, BATCH, START, REAL_END, MAX_LENGTH, beam_width=k,
+            length_penalty=alpha, coverage_penalty=beta,
+        )
+    )  # fmt: skip
+    normalized = result["beam_normalized_scores"]
+    assert np.all(np.diff(normalized, axis=1) <= 1e-6)  # best first
+    np.testing.assert_array_equal(result["ids"], result["beam_ids"][:, 0])
+    np.testing.assert_allclose(result["normalized_scores"], normalized[:, 0])
+    for b in range(BATCH):  # distinct hypotheses
+        hypotheses = {
+            tuple(row[:n]) for row, n in zip(result["beam_ids"][b], result["beam_lengths"][b])
+        }
+        assert len(hypotheses) == k
+    for j in range(k):
+        ids, lengths = result["beam_ids"][:, j], result["beam_lengths"][:, j]
+        # Raw score: the teacher-forced log-probability of the beam.
+        _check_against_teacher_forced(decoder, ids, lengths, result["beam_scores"][:, j])
+        # Ranking score: / lp, plus beta * cp of the teacher-forced alignments when finished.
+        _, alignments = _teacher_forced(*decoder, ids)
+        for b in range(BATCH):
+            n = lengths[b]
+            expected = result["beam_scores"][b, j] / ((5 + n) / 6) ** alpha
+            if REAL_END in ids[b, :n]:
+                coverage = alignments[b, :n].astype(np.float64).sum(0)
+                coverage = np.where(coverage == 0, 1.0, np.minimum(coverage, 1.0))
+                expected += beta * np.log(coverage).sum()
+            np.testing.assert_allclose(normalized[b, j], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_bad_coverage_penalty():
+    step_fn = _table_step(_random_table(vocab=5))
+    with pytest.raises(ValueError, match="coverage_penalty=-0.1"):
+        beam_search(step_fn, _state(1), 1, START, END, 3, coverage_penalty=-0.1)
+    with pytest.raises(ValueError, match="coverage_penalty='x'"):
+        beam_search(step_fn, _state(1), 1, START, END, 3, coverage_penalty="x")
+
+    def no_alignments(tokens, state, t):
+        return ops.zeros((ops.shape(tokens)[0], 5)), state, None
+
+    with pytest.raises(ValueError, match="coverage_penalty=0.2"):
+        beam_search(no_alignments, (), 1, START, END, 3, coverage_penalty=0.2)
+
+
+def test_sampled_scores_equal_teacher_forced_rescoring():
+    decoder = _decoder()
+    cell, embedding, dense, memory, mask = decoder
+    step_fn = make_step_fn(cell, embedding, dense, memory, mask)
+    state = cell.get_initial_state(BATCH)
+    result = _np(
+        sample_search(step_fn, state, BATCH, START, REAL_END, MAX_LENGTH, temperature=2.0, seed=3)
+    )
+    _check_against_teacher_forced(
+        decoder, result["ids"], result["lengths"], result["scores"], result["alignments"]
+    )

@@ -237,3 +237,68 @@ def test_wordpiece_export_loads_with_tensorflow_text(tmp_path):
         """
     )
     assert result == expected
+
+
+# ---------------------------------------------------------------- n-best and sampling exports
+@pytest.fixture(scope="module")
+def nbest_export(trained):
+    """Beam 3 with coverage, the n-best list in serving_default, and the sample signatures."""
+    model, _, directory = trained
+    path = directory / "nbest"
+    export_saved_model(
+        model, path, max_length=MAX_LENGTH, beam_width=3, coverage_penalty=0.2,
+        return_beams=True, sample=True, top_k=4, temperature=0.8,
+    )  # fmt: skip
+    return tf.saved_model.load(str(path)), path
+
+
+def test_translate_n_best(trained):
+    model, _, _ = trained
+    beam = Translator(model, max_length=MAX_LENGTH, beam_width=3)
+    words = TEST_WORDS[:12]
+    n_best = beam.translate(words, n_best=3)
+    assert [len(options) for options in n_best] == [3] * len(words)
+    assert [options[0] for options in n_best] == beam.translate(words)
+    result = beam(model.source_tokenizer.tokenize(words, add_end=True).numpy())
+    assert np.all(np.diff(result["beam_normalized_scores"], axis=1) <= 1e-6)
+    assert model.translate(words[:2], max_length=MAX_LENGTH, beam_width=3, n_best=2) == [
+        options[:2] for options in n_best[:2]
+    ]
+
+
+def test_exported_n_best_and_sampling_match_the_translator(trained, nbest_export):
+    model, _, _ = trained
+    loaded, path = nbest_export
+    assert set(loaded.signatures) == {"serving_default", "translate", "sample", "sample_translate"}
+    assert not FORBIDDEN_OPS & exported_ops(path)
+    words = TEST_WORDS[:12]
+    source_ids = model.source_tokenizer.tokenize(words, add_end=True).numpy().astype("int32")
+    beam = Translator(model, max_length=MAX_LENGTH, beam_width=3, coverage_penalty=0.2)
+    expected = beam(source_ids)
+    served = loaded.signatures["serving_default"](source_ids=tf.constant(source_ids))
+    for key in ("ids", "beam_ids", "beam_lengths"):
+        np.testing.assert_array_equal(served[key].numpy(), expected[key], err_msg=key)
+    for key in ("scores", "beam_scores", "beam_normalized_scores"):
+        np.testing.assert_allclose(served[key].numpy(), expected[key], 1e-5, 1e-5, err_msg=key)
+    strings = loaded.signatures["translate"](inputs=tf.constant(words))
+    beam_outputs = [[s.decode() for s in row] for row in strings["beam_outputs"].numpy()]
+    assert beam_outputs == beam.translate(words, n_best=3)
+
+    sampler = Translator(
+        model, max_length=MAX_LENGTH, sample=True, top_k=4, temperature=0.8, jit_compile=False
+    )
+    seed = tf.constant(17, tf.int32)
+    drawn = loaded.signatures["sample"](source_ids=tf.constant(source_ids), seed=seed)
+    np.testing.assert_array_equal(drawn["ids"].numpy(), sampler(source_ids, seed=17)["ids"])
+    again = loaded.signatures["sample_translate"](inputs=tf.constant(words), seed=seed)
+    assert again["outputs"].shape == (len(words),)
+    # (The trained model is nearly deterministic at T = 0.8: other seeds may draw the same ids;
+    # that seeds change the draws is tested in tests/decoding/test_sampling.py.)
+
+
+def test_bad_export_options(trained, tmp_path):
+    model, _, _ = trained
+    with pytest.raises(ValueError, match="beam_width=1"):
+        export_saved_model(model, tmp_path / "x", return_beams=True)
+    with pytest.raises(ValueError, match="top_p=2"):
+        export_saved_model(model, tmp_path / "y", sample=True, top_p=2)

@@ -232,6 +232,13 @@ def test_copy_handover_needs_matching_sizes():
         ({"beam_width": 0}, ValueError, "beam_width"),
         ({"pad_to_multiple": 0}, ValueError, "pad_to_multiple"),
         ({"jit_compile": "xla"}, ValueError, "jit_compile='xla'"),
+        ({"sample": True, "beam_width": 2}, ValueError, "beam_width=2"),
+        ({"sample": "yes"}, ValueError, "sample='yes'"),
+        ({"temperature": 0}, ValueError, "temperature=0"),
+        ({"top_k": 0}, ValueError, "top_k=0"),
+        ({"top_p": 1.5}, ValueError, "top_p=1.5"),
+        ({"seed": -1}, ValueError, "seed=-1"),
+        ({"coverage_penalty": -1.0}, ValueError, "coverage_penalty=-1.0"),
     ],
 )
 def test_translator_rejects_bad_settings(kwargs, error, message):
@@ -304,3 +311,64 @@ def test_encoder_and_decoder_shapes():
         tgt, memory, memory_mask=mask, encoder_states=states + states, return_attention_scores=True
     )
     assert tuple(logits.shape) == (6, 6, V_TGT) and tuple(alignments.shape) == (6, 6, 7)
+
+
+def test_translator_sampling_seeds_and_compiled_equals_eager():
+    model = _model()
+    src, _ = _data(8)
+    options = {"max_length": 5, "sample": True, "temperature": 1.5, "top_k": 6, "top_p": 0.95}
+    eager = Translator(model, jit_compile=False, **options)
+    np.testing.assert_array_equal(eager(src, seed=4)["ids"], eager(src, seed=4)["ids"])
+    assert not np.array_equal(eager(src, seed=4)["ids"], eager(src, seed=5)["ids"])
+    # A Translator's seed fixes its stream of per-call seeds.
+    a, b = (Translator(model, jit_compile=False, seed=9, **options) for _ in range(2))
+    first, second = a(src)["ids"], a(src)["ids"]
+    np.testing.assert_array_equal(b(src)["ids"], first)
+    np.testing.assert_array_equal(b(src)["ids"], second)
+    assert not np.array_equal(first, second)
+    # The scores are the model's log-probabilities of the drawn tokens (checked against the
+    # teacher-forced logits, as for greedy decoding).
+    result = eager(src, seed=4)
+    ids, lengths = result["ids"], result["lengths"]
+    target_in = np.concatenate([np.full((len(src), 1), START), ids[:, :-1]], axis=1)
+    valid = np.arange(5)[None, :] < lengths[:, None]
+    target_in[:, 1:][~valid[:, :-1]] = 0
+    logits = to_numpy(model({"source_ids": src, "target_ids": target_in}))
+    log_probs = _log_softmax(logits.astype("float64"), decodable_only=True)
+    chosen = np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
+    np.testing.assert_allclose(
+        np.where(valid, chosen, 0).sum(1), result["scores"], rtol=1e-4, atol=1e-4
+    )
+
+
+@pytest.mark.slow  # an XLA compilation of the search
+@pytest.mark.skipif(not JIT_COMPILE, reason="XLA needs TensorFlow or JAX")
+def test_compiled_sampling_translator_equals_eager():
+    model = _model()
+    src, _ = _data(8)
+    options = {"max_length": 5, "sample": True, "top_k": 6, "top_p": 0.95}
+    compiled = Translator(model, jit_compile=True, **options)(src, seed=4)
+    eager = Translator(model, jit_compile=False, **options)(src, seed=4)
+    np.testing.assert_array_equal(compiled["ids"], eager["ids"])
+    np.testing.assert_allclose(compiled["scores"], eager["scores"], rtol=1e-5, atol=1e-5)
+
+
+def test_generate_and_n_best_argument_checks():
+    model = _model()
+    src, _ = _data(9)
+    with pytest.raises(ValueError, match="beam_width=3"):
+        model.generate(src, max_length=4, beam_width=3, sample=True)
+    translator = Translator(model, max_length=4, beam_width=2, jit_compile=False)
+    with pytest.raises(ValueError, match="n_best=3"):
+        translator.translate(["abc"], n_best=3)
+    with pytest.raises(ValueError, match="n_best=0"):
+        translator.translate(["abc"], n_best=0)
+    with pytest.raises(ValueError, match="seed=-2"):
+        translator(src, seed=-2)
+    result = Translator(model, max_length=4, beam_width=3, coverage_penalty=0.5, jit_compile=False)(
+        src
+    )
+    assert result["beam_ids"].shape == (len(src), 3, 4)
+    assert np.all(np.diff(result["beam_normalized_scores"], axis=1) <= 1e-6)
+    empty = translator(np.zeros((0, 5), "int32"))
+    assert empty["beam_ids"].shape == (0, 2, 4)

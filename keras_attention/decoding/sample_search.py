@@ -1,0 +1,131 @@
+"""Sampling decoding: draw every token from the (temperature-scaled, filtered) model."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from keras import ops
+
+from keras_attention.decoding.greedy_search import one_path_search
+from keras_attention.decoding.sampling import (
+    check_sampling,
+    draw_tokens,
+    seed_tensor,
+    step_uniforms,
+)
+from keras_attention.decoding.step_fn import (
+    StepFn,
+    check_int,
+    check_search_arguments,
+    check_tokens,
+)
+
+__all__ = ["sample_search"]
+
+
+def sample_search(
+    step_fn: StepFn,
+    initial_state: Any,
+    batch_size: Any,
+    start_token: int,
+    end_token: int,
+    max_length: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: Any = None,
+    vocab_size: int | None = None,
+    pad_token: int = 0,
+) -> dict:
+    """Decode by drawing `y_t ~ softmax(log p(· | y_<t) / T)` restricted to top-k / nucleus.
+
+    Filters apply in float32 in the KerasHub order: the temperature `T` first, then the
+    `top_k` most probable tokens, then the nucleus (the smallest most-probable-first set whose
+    renormalised mass reaches `top_p`); see `sampling.draw_tokens`. The random numbers are a
+    function of `(seed, t, row)` only (`sampling.step_uniforms`, a stateless integer hash): a
+    given `seed` gives the same ids on a backend and device, eager or compiled, and the seed
+    may be a tensor (an argument of a compiled or exported function). `seed=None` draws a
+    fresh seed in Python on every call; inside a function traced once (`tf.function`,
+    `jax.jit`) that would be frozen at tracing time, so pass the seed as an argument there
+    (`Translator` does).
+
+    Cost: temperature-only sampling is a cumsum, an exp and a compare over the vocabulary per
+    row and step. `top_k`/`top_p` call `ops.top_k` (`top_p` alone sorts the whole vocabulary,
+    as KerasHub's `TopPSampler` does), which XLA on CPU makes a full sort: there it costs an
+    order of magnitude more than greedy at V = 8000 (BENCHMARKS.md, section 4).
+
+    Same step-function protocol, loop (`ops.while_loop` with `maximum_iterations`, early stop
+    when every row has ended, compiles under `jit_compile=True`, exports without
+    `XlaDynamicUpdateSlice`) and result as `greedy_search`.
+
+    Args:
+        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, alignment
+            [N, S] or None)`; see `make_step_fn`.
+        initial_state: A nested structure of `[B, ...]` tensors (may be empty).
+        batch_size: B, an int or a scalar tensor.
+        start_token: The token fed at step 0.
+        end_token: The token that ends a sequence.
+        max_length: The most tokens generated per row (the end token included).
+        temperature: T > 0; below 1 sharpens, above 1 flattens. Defaults to `1.0`.
+        top_k: Sample among the k most probable tokens only. Defaults to `None` (all).
+        top_p: Nucleus sampling: among the most probable tokens whose mass reaches `top_p`, in
+            (0, 1]. Defaults to `None` (all).
+        seed: A Python int or an int32 scalar tensor. Defaults to `None` (a fresh seed).
+        vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
+            against the logits' static shape when it is known).
+        pad_token: Written after the end token. Defaults to `0`.
+
+    Returns:
+        A dict: `"ids"` `[B, max_length]` int32 (end token included, `pad_token` after it);
+        `"scores"` `[B]` float32, the sum of the log-probabilities of the drawn tokens under
+        the unfiltered model (T = 1, no top-k/top-p); `"lengths"` `[B]` int32 (end token
+        included); and, when `step_fn` returns alignments, `"alignments"` `[B, max_length, S]`
+        (zero after the end token).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> logits = np.log(np.array([[0.0, 0.0, 0.1, 0.6, 0.3]], "float32") + 1e-30)
+    >>> def step_fn(tokens, state, t):  # the same distribution at every step
+    ...     return ops.tile(logits, (ops.shape(tokens)[0], 1)), state, None
+    >>> result = sample_search(step_fn, (), batch_size=1000, start_token=1, end_token=2,
+    ...                        max_length=3, top_k=2, seed=7)
+    >>> sorted(set(ops.convert_to_numpy(result["ids"][:, 0]).tolist()))  # top-2 only
+    [3, 4]
+    >>> again = sample_search(step_fn, (), batch_size=1000, start_token=1, end_token=2,
+    ...                       max_length=3, top_k=2, seed=7)
+    >>> bool(ops.all(again["ids"] == result["ids"]))
+    True
+    """
+    max_length = check_int("max_length", max_length, minimum=1)
+    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p)
+    if vocab_size is not None:
+        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+    tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
+    check_tokens(tokens, vocab_size)
+    check_search_arguments(step_fn, batch_size, 1, start_token)
+    if seed is None:
+        seed = secrets.randbits(32)
+    elif isinstance(seed, bool) or not (isinstance(seed, int) or hasattr(seed, "dtype")):
+        raise ValueError(
+            f"`seed` must be None, an integer or an integer scalar tensor. Received: seed={seed!r}"
+        )
+    seed = seed_tensor(seed)
+
+    def choose(t, log_probs):
+        uniforms = step_uniforms(seed, t, ops.shape(log_probs)[0])
+        return draw_tokens(log_probs, uniforms, temperature, top_k, top_p)
+
+    return one_path_search(
+        step_fn,
+        initial_state,
+        batch_size,
+        choose,
+        start_token=start_token,
+        end_token=end_token,
+        max_length=max_length,
+        vocab_size=vocab_size,
+        pad_token=pad_token,
+    )

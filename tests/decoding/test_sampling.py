@@ -1,0 +1,192 @@
+"""Sampling: the token distribution against softmax(logits / T) restricted to the top-k / nucleus
+set (chi-square and per-token bounds, fixed seeds), filtered tokens never drawn, seeds, XLA."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from keras import ops
+from scipy import stats
+
+from keras_attention.decoding import greedy_search, sample_search
+from keras_attention.decoding.sampling import draw_tokens, step_uniforms
+from tests.backend_utils import BACKEND, jit, to_numpy
+
+START, END = 1, 9
+VOCAB = 10
+# Fixed logits: token 0 (padding) and the end token impossible (-1e9), the rest spread so that
+# no top-k or nucleus boundary below is within float32 rounding of a tie.
+LOGITS = np.array([-1e9, 0.3, 2.0, 1.1, -0.4, 0.7, 1.6, -1.3, 0.1, -1e9], "float32")
+ROWS, STEPS = 3000, 4  # 12,000 draws per case
+
+
+def slow_on_torch(test):
+    """`jit` is torch.compile on PyTorch: half a minute per search on a CPU."""
+    return pytest.mark.slow(test) if BACKEND == "torch" else test
+
+
+def _step_fn(tokens, state, t):
+    """The same distribution at every step for every row."""
+    logits = ops.tile(ops.expand_dims(ops.convert_to_tensor(LOGITS), 0), (ops.shape(tokens)[0], 1))
+    return logits, state, None
+
+
+def _expected(temperature, top_k, top_p):
+    """softmax(logits / T) restricted to the top-k, then to the nucleus of the renormalised
+    remainder, in float64 (an independent NumPy transcription)."""
+    z = LOGITS.astype(np.float64) / temperature
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    order = np.argsort(-p, kind="stable")
+    keep = np.zeros(VOCAB, bool)
+    keep[order[: top_k or VOCAB]] = True
+    q = np.where(keep, p, 0.0)
+    q /= q.sum()
+    if top_p is not None:
+        mass_before = np.cumsum(q[order]) - q[order]
+        nucleus = order[mass_before < top_p]
+        keep = np.zeros(VOCAB, bool)
+        keep[nucleus] = True
+        q = np.where(keep, q, 0.0)
+        q /= q.sum()
+    return q
+
+
+CASES = [
+    (1.0, None, None),
+    (0.7, 3, None),
+    (1.5, None, 0.8),
+    (0.8, 5, 0.7),
+    (2.0, 1, None),  # top-k 1: always the argmax
+]
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", CASES)
+def test_frequencies_match_the_filtered_softmax(temperature, top_k, top_p):
+    result = sample_search(
+        _step_fn, (), ROWS, START, END, STEPS, temperature=temperature, top_k=top_k,
+        top_p=top_p, seed=1234,
+    )  # fmt: skip
+    ids = to_numpy(result["ids"]).ravel()
+    assert ids.size == ROWS * STEPS  # the end token is impossible: every row runs STEPS steps
+    counts = np.bincount(ids, minlength=VOCAB)
+    expected = _expected(temperature, top_k, top_p)
+    n = ids.size
+    kept = expected > 0
+    # Filtered tokens never appear.
+    assert counts[~kept].sum() == 0, (counts, expected)
+    if kept.sum() > 1:
+        # Pearson chi-square over the kept tokens; with a fixed seed the test is deterministic,
+        # and a correct sampler fails this bound with probability 1e-4.
+        chi2 = ((counts[kept] - n * expected[kept]) ** 2 / (n * expected[kept])).sum()
+        assert chi2 < stats.chi2.ppf(1 - 1e-4, kept.sum() - 1), (chi2, counts, n * expected)
+        # And every token within 5 standard errors of its expected count.
+        sigma = np.sqrt(n * expected * (1 - expected))
+        assert np.all(np.abs(counts - n * expected) <= 5 * sigma + 1e-9)
+    # Scores: log-probabilities of the drawn tokens under the unfiltered model (T = 1).
+    log_p = LOGITS.astype(np.float64) - np.log(np.exp(LOGITS.astype(np.float64)).sum())
+    np.testing.assert_allclose(
+        to_numpy(result["scores"]), log_p[to_numpy(result["ids"])].sum(1), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_draws_are_independent_across_steps_and_rows():
+    ids = to_numpy(sample_search(_step_fn, (), ROWS, START, END, STEPS, seed=5)["ids"])
+    p = _expected(1.0, None, None)
+    # Two different steps of a row agree with probability sum(p^2), not more.
+    agree = (ids[:, 0] == ids[:, 1]).mean()
+    sigma = np.sqrt((p**2).sum() * (1 - (p**2).sum()) / ROWS)
+    assert abs(agree - (p**2).sum()) < 5 * sigma
+    agree_rows = (ids[:-1, 0] == ids[1:, 0]).mean()  # neighbouring rows, same step
+    assert abs(agree_rows - (p**2).sum()) < 5 * sigma
+
+
+def test_step_uniforms_are_the_documented_hash():
+    """`step_uniforms` against a NumPy uint32 transcription of lowbias32."""
+
+    def mix(x):
+        x = x.astype(np.uint32)
+        x ^= x >> np.uint32(16)
+        x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
+        x ^= x >> np.uint32(15)
+        x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
+        return x ^ (x >> np.uint32(16))
+
+    with np.errstate(over="ignore"):
+        for seed, t in ((0, 0), (12345, 3), (2**32 - 1, 41)):
+            key = mix(np.array([seed], np.uint64) & 0xFFFFFFFF)
+            step = mix(
+                ((key.astype(np.uint64) + np.uint64(t * 0x9E3779B9)) & 0xFFFFFFFF).astype(np.uint32)
+            )
+            bits = mix(
+                ((step.astype(np.uint64) + np.arange(7, dtype=np.uint64)) & 0xFFFFFFFF).astype(
+                    np.uint32
+                )
+            )
+            expected = ((bits >> np.uint32(9)).astype(np.float64) + 0.5) / 2**23
+            np.testing.assert_array_equal(
+                to_numpy(step_uniforms(seed, t, 7)), expected.astype("float32")
+            )
+
+
+def test_inverse_cdf_by_hand():
+    log_probs = np.log(np.array([[0.5, 0.0, 0.3, 0.2]] * 4, "float32") + 1e-38)
+    u = np.array([0.1, 0.55, 0.81, 0.999], "float32")
+    np.testing.assert_array_equal(to_numpy(draw_tokens(log_probs, u)), [0, 2, 3, 3])
+    # top-k 2 keeps {0, 2}: mass 0.5 / 0.8 = 0.625 for token 0.
+    np.testing.assert_array_equal(to_numpy(draw_tokens(log_probs, u, top_k=2)), [0, 0, 2, 2])
+    # top-p 0.5: only token 0 (its mass already reaches 0.5).
+    np.testing.assert_array_equal(to_numpy(draw_tokens(log_probs, u, top_p=0.5)), [0, 0, 0, 0])
+
+
+def test_seeds_reproduce_and_differ():
+    run = lambda seed: to_numpy(sample_search(_step_fn, (), 64, START, END, 5, seed=seed)["ids"])  # noqa: E731
+    np.testing.assert_array_equal(run(7), run(7))
+    assert not np.array_equal(run(7), run(8))
+    assert not np.array_equal(run(None), run(None))  # fresh seeds: equal with prob ~1e-60
+    # A tensor seed draws what the same Python int draws.
+    np.testing.assert_array_equal(run(ops.convert_to_tensor(7, "int32")), run(7))
+
+
+@slow_on_torch
+def test_compiled_equals_eager_for_the_same_seed():
+    def run(seed):
+        return sample_search(_step_fn, (), 64, START, END, 6, top_k=5, top_p=0.9, seed=seed)
+
+    eager = run(ops.convert_to_tensor(11, "int32"))
+    compiled = jit(run)(ops.convert_to_tensor(11, "int32"))
+    for key in ("ids", "lengths"):
+        np.testing.assert_array_equal(to_numpy(compiled[key]), to_numpy(eager[key]), key)
+    np.testing.assert_allclose(to_numpy(compiled["scores"]), to_numpy(eager["scores"]), 1e-6)
+
+
+def test_top_k_one_is_greedy_and_alignments_follow():
+    def step_fn(tokens, state, t):  # changing logits, one-hot alignments of the fed token
+        logits = ops.one_hot((tokens + t) % 7 + 2, VOCAB) * 3.0
+        return logits, state, ops.one_hot(tokens, VOCAB)
+
+    greedy = greedy_search(step_fn, (), 5, START, 8, 6)
+    sampled = sample_search(step_fn, (), 5, START, 8, 6, top_k=1, seed=0)
+    for key in ("ids", "lengths", "scores", "alignments"):
+        np.testing.assert_allclose(to_numpy(sampled[key]), to_numpy(greedy[key]), err_msg=key)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"temperature": 0.0}, "temperature=0.0"),
+        ({"temperature": -1}, "temperature=-1"),
+        ({"temperature": float("nan")}, "temperature=nan"),
+        ({"top_k": 0}, "top_k=0"),
+        ({"top_k": 2.5}, "top_k=2.5"),
+        ({"top_p": 0.0}, "top_p=0.0"),
+        ({"top_p": 1.5}, "top_p=1.5"),
+        ({"seed": "x"}, "seed='x'"),
+        ({"max_length": 0}, "max_length=0"),
+        ({"end_token": 10}, "end_token=10"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, match):
+    args = {"start_token": START, "end_token": END, "max_length": 3, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        sample_search(_step_fn, (), 2, **args)
