@@ -8,7 +8,7 @@ from typing import Any
 from keras import ops
 
 from keras_attention.decoding.greedy_search import one_path_search
-from keras_attention.decoding.sampling import (
+from keras_attention.functional.sampling import (
     check_sampling,
     draw_tokens,
     seed_tensor,

@@ -9,7 +9,7 @@ from keras import ops
 from scipy import stats
 
 from keras_attention.decoding import greedy_search, sample_search
-from keras_attention.decoding.sampling import draw_tokens, step_uniforms
+from keras_attention.functional.sampling import draw_tokens, step_uniforms
 from tests.backend_utils import BACKEND, jit, to_numpy
 
 START, END = 1, 9
