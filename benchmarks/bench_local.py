@@ -5,7 +5,7 @@
 of 2D+1 = 21 positions), float32. One step: `loss = sum(output)`, gradients w.r.t. the query,
 the memory and every trainable weight, in `tf.function` (graph mode; `--jit-compile` for XLA).
 
-Expectation (DESIGN.md §2, the issue's target): with T = S, global attention does O(T·S) =
+Expectation (docs/design.md §2, the issue's target): with T = S, global attention does O(T·S) =
 O(S²) work and holds [B, T, S] score/weight tensors (and their gradients), so time and memory
 grow 16× per 4× step in S; local attention gathers a static window, O(T·(2D+1)) = O(S), so they
 grow 4×. Target: at S=8192, local_predictive at least 20× faster than global.

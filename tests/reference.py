@@ -1,6 +1,7 @@
-"""Float64 NumPy reference for the attention mathematics of DESIGN.md §2.
+"""Float64 NumPy reference for the attention mathematics of docs/design.md §2.
 
-This module is an independent transcription of the equations in DESIGN.md §2 ("The mathematics"),
+This module is an independent transcription of the equations in docs/design.md §2 ("The
+mathematics"),
 written from the equations only and without reading or importing ``keras_attention``. The tests
 compare the Keras layers against it. Clarity beats speed: the code loops explicitly over the batch
 row ``b``, the query step ``t`` and the memory position ``i`` wherever that makes the
@@ -15,7 +16,7 @@ Conventions (shapes are batch-first):
   (``score_kernel``, ``query_kernel``, ``key_kernel``, ``score_vector``, ``norm_scale``,
   ``norm_bias``, ``scale``, ``position_kernel``, ``position_vector``, ``attention_kernel``).
 
-Choices made where DESIGN.md §2 leaves room (kept in one place so they are easy to check):
+Choices made where docs/design.md §2 leaves room (kept in one place so they are easy to check):
 
 - Rounding of the window centre: ``round(p) = floor(p + 0.5)`` (round half up), not NumPy's
   round-half-to-even. Only local_predictive can produce exact halves.
@@ -191,7 +192,7 @@ def attention(
     attention_activation="tanh",
     probability_fn="softmax",
 ):
-    """Attention of DESIGN.md §2 for a batch of queries over a batch of memories.
+    """Attention of docs/design.md §2 for a batch of queries over a batch of memories.
 
     Args:
         query: ``[B, T, d_s]`` (rank 3 only).

@@ -1,6 +1,6 @@
-"""Float64 NumPy reference for the attentional decoders of DESIGN.md §2 "Recurrent cells".
+"""Float64 NumPy reference for the attentional decoders of docs/design.md §2 "Recurrent cells".
 
-An independent transcription of the equations, written from DESIGN.md and the documented
+An independent transcription of the equations, written from docs/design.md and the documented
 equations of Keras' ``LSTMCell`` and ``GRUCell`` (not from ``keras_attention``). Attention itself
 comes from :func:`tests.reference.attention`, called for one query step at a time. The tests
 compare ``AttentionRNN`` over ``BahdanauAttentionCell`` / ``LuongAttentionCell`` against it.

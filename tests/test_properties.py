@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of the invariants of DESIGN.md §2, on every backend.
+"""Property-based tests (hypothesis) of the invariants of docs/design.md §2, on every backend.
 
 Hypothesis draws the shapes (B, T, S and the feature sizes), the memory masks (full rows, empty
 rows, a single valid position, prefixes and arbitrary patterns), the mode options (window radius,
@@ -274,7 +274,7 @@ def _reference(options, weights, query, value, key, mask, positions):
 
 
 def _centres(options, weights, query, mask, positions):
-    """Window centres `round(p_t)` `[B, T]` and `p_t` by DESIGN.md §2, or `None` when global."""
+    """Window centres `round(p_t)` `[B, T]` and `p_t` by docs/design.md §2.3 (`None` if global)."""
     query, positions = _as_sequence(query, positions)
     batch, steps = query.shape[:2]
     if positions is None:

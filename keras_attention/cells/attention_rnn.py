@@ -9,8 +9,8 @@ import keras
 from keras import ops
 
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
-from keras_attention.functional.sampling import draw_tokens
 from keras_attention.functional.loops import time_loop
+from keras_attention.functional.sampling import draw_tokens
 from keras_attention.layers._call_inputs import check_mask, check_rank
 from keras_attention.layers.base_attention import check_flag
 

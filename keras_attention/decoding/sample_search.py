@@ -8,17 +8,17 @@ from typing import Any
 from keras import ops
 
 from keras_attention.decoding.greedy_search import one_path_search
-from keras_attention.functional.sampling import (
-    check_sampling,
-    draw_tokens,
-    seed_tensor,
-    step_uniforms,
-)
 from keras_attention.decoding.step_fn import (
     StepFn,
     check_int,
     check_search_arguments,
     check_tokens,
+)
+from keras_attention.functional.sampling import (
+    check_sampling,
+    draw_tokens,
+    seed_tensor,
+    step_uniforms,
 )
 
 __all__ = ["sample_search"]

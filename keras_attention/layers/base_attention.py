@@ -2,8 +2,8 @@
 
 Subclasses only say how keys and queries are projected and how a score is computed
 (`_build_scoring`, `_project_keys`, `_project_query`, `_score`); everything else — parsing the
-call forms of DESIGN.md §3, masks, the causal mask, local windows, dropout, the attentional output
-and the output layout — lives here once.
+call forms of docs/design.md §3, masks, the causal mask, local windows, dropout, the attentional
+output and the output layout — lives here once.
 """
 
 from __future__ import annotations
@@ -582,6 +582,8 @@ def _call_form(args: tuple, kwargs: dict) -> str:
     value = args[1] if len(args) > 1 else kwargs.get("value")
     key = args[2] if len(args) > 2 else kwargs.get("key")
     return "pooling" if value is None and key is None else "query_value"
+
+
 def _compiled_or_graph(x) -> bool:
     """False only for a concrete (eager) JAX array; True on the other backends."""
     if keras.backend.backend() != "jax":

@@ -8,8 +8,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.functional.sampling import check_sampling
 from keras_attention.decoding.step_fn import check_int, check_length_penalty
+from keras_attention.functional.sampling import check_sampling
 from keras_attention.layers.base_attention import check_flag
 
 

@@ -1,6 +1,6 @@
 """Attentional cells and AttentionRNN against the float64 decoders of tests/reference_cells.py.
 
-Covers DESIGN.md §2 "Recurrent cells": Luong (input feeding on/off, tanh/no activation, every
+Covers docs/design.md §2 "Recurrent cells": Luong (input feeding on/off, tanh/no activation, every
 score mode and alignment, additive) and Bahdanau (additive, Luong general) decoders over LSTMCell,
 GRUCell and StackedRNNCells, with memory padding full of garbage, decoder padding (also a hole),
 encoder initial states (and a full Luong state with h̃_0), `return_sequences=False`; stepping by

@@ -104,7 +104,7 @@ def test_weights_file_loads_into_a_fresh_model_with_the_same_outputs(name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if SPECS[n].kind != "seq2seq"])
 def test_stored_outputs_match_the_numpy_reference(name):
-    """The fixture itself is right: its outputs follow DESIGN.md §2 with its own weights."""
+    """The fixture itself is right: its outputs follow docs/design.md §2 with its own weights."""
     spec = SPECS[name]
     inputs, want = _stored(name)
     model = _fresh(name)

@@ -1,4 +1,4 @@
-"""Call forms of DESIGN.md §3, equivalence with keras.layers.Attention, and corner cases."""
+"""Call forms of docs/design.md §3, equivalence with keras.layers.Attention, and corner cases."""
 
 from __future__ import annotations
 

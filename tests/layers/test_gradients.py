@@ -4,7 +4,7 @@ Two independent checks, on every backend through `tests.backend_utils` (`tf.Grad
 `jax.value_and_grad` over a `keras.StatelessScope`, or torch autograd):
 
 - float32 layer gradients against central differences of the float64 NumPy reference
-  (`tests/reference.py`, a transcription of DESIGN.md §2), with float32 tolerances;
+  (`tests/reference.py`, a transcription of docs/design.md §2), with float32 tolerances;
 - float64 layer gradients against central differences of the layer itself, tightly. Keras 3.15
   computes some float64 ops in float32 on JAX (its dtype promotion maps 64-bit results to
   32-bit on every backend but TensorFlow, and `ops.tanh` follows it there), so this check runs

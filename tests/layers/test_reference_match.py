@@ -1,4 +1,7 @@
-"""Layer outputs against the float64 NumPy transcription of DESIGN.md §2 (tests/reference.py)."""
+"""Layer outputs against the float64 NumPy transcription of docs/design.md §2.
+
+The transcription is tests/reference.py.
+"""
 
 from __future__ import annotations
 
