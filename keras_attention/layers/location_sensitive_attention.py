@@ -74,7 +74,9 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
     ...     return_state=True)
     >>> tuple(context.shape), tuple(weights.shape), tuple(cumulated.shape)
     ((2, 3, 6), (2, 3, 7), (2, 7))
-    >>> bool(np.allclose(np.asarray(cumulated), np.asarray(weights).sum(axis=1), atol=1e-6))
+    >>> from keras import ops
+    >>> np.allclose(ops.convert_to_numpy(cumulated),
+    ...             ops.convert_to_numpy(weights).sum(axis=1), atol=1e-6)
     True
 
     References:
