@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# What `make test` runs on JAX and PyTorch: the tests not marked slow (the slow ones, e.g. every
-# layer's jit_compile fit, run there with `make test-backends-slow`; JAX-compiled training is also
-# covered in the TensorFlow run by tests/distributed's JAX workers). TensorFlow-only tests are
-# skipped there (conftest.py), and the summary says why.
+# `make test` (the README's command, about 12 minutes on 2 cores from a fresh clone) runs the tests
+# not marked slow on TensorFlow and on PyTorch. CI (.ci/run) then runs `make test-extended`: the
+# slow tests on TensorFlow (every layer's and cell's jit_compile fit, mixed-precision training
+# parity, distribution, the benchmarks' quick modes, the examples' longer smoke runs) and the
+# tests not marked slow on JAX. TensorFlow-only tests are skipped on the other backends
+# (conftest.py), and the summary says why. `make test-backends-slow` runs the slow tests on JAX
+# and PyTorch.
 BACKEND_TESTS := -m "not figures and not slow"
 
 # TensorFlow's start-up messages about hardware this machine lacks (no CUDA driver, oneDNN and
@@ -15,7 +18,7 @@ BACKEND_TESTS := -m "not figures and not slow"
 TF_NOISE := absl::InitializeLog|oneDNN custom operations|cudart_stub\.cc|cuda_platform\.cc|failed call to cuInit|cpu_feature_guard\.cc|To enable the following instructions|rebuild TensorFlow with the appropriate
 SHELL := /bin/bash
 
-.PHONY: setup test test-tensorflow test-jax test-torch test-backends-slow test-figures test-fast demo lint format bench clean
+.PHONY: setup test test-extended test-tensorflow test-tensorflow-slow test-jax test-torch test-backends-slow test-figures test-fast demo lint format bench clean
 
 DEMO_STAMP := $(VENV)/.installed-examples
 
@@ -35,13 +38,18 @@ $(DEMO_STAMP): pyproject.toml | $(PY)
 
 setup: $(STAMP)
 
-# The suite on TensorFlow, slow tests included; then the backend-agnostic part on JAX and on
-# PyTorch (TensorFlow-only tests are skipped there with the reason). The examples' full default
-# runs (marker `figures`, minutes each, reproducing BENCHMARKS.md) run with `make test-figures`.
-test: test-tensorflow test-jax test-torch
+# The examples' full default runs (marker `figures`, minutes each, reproducing BENCHMARKS.md) run
+# with `make test-figures`.
+test: test-tensorflow test-torch
+
+# What CI runs after `make test`, so that every test runs on every submission.
+test-extended: test-tensorflow-slow test-jax
 
 test-tensorflow: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile -m "not figures"
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
+
+test-tensorflow-slow: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile -m "slow and not figures"
 
 test-jax: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=jax $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
