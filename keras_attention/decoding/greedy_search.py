@@ -17,6 +17,7 @@ from keras_attention.decoding.step_fn import (
     search_loop,
     write_step,
 )
+from keras_attention.functional.sampling import argmax_tokens
 
 __all__ = ["greedy_search"]
 
@@ -80,7 +81,7 @@ def greedy_search(
         step_fn,
         initial_state,
         batch_size,
-        lambda t, log_probs: ops.cast(ops.argmax(log_probs, axis=-1), "int32"),
+        lambda t, log_probs: argmax_tokens(log_probs),
         end_token=end_token,
         start_token=start_token,
         max_length=max_length,

@@ -16,9 +16,9 @@ from keras_attention.decoding.step_fn import (
 )
 from keras_attention.functional.sampling import (
     check_sampling,
-    draw_tokens,
+    gumbel_tokens,
     seed_tensor,
-    step_uniforms,
+    token_uniforms,
 )
 
 __all__ = ["sample_search"]
@@ -42,18 +42,20 @@ def sample_search(
 
     Filters apply in float32 in the KerasHub order: the temperature `T` first, then the
     `top_k` most probable tokens, then the nucleus (the smallest most-probable-first set whose
-    renormalised mass reaches `top_p`); see `sampling.draw_tokens`. The random numbers are a
-    function of `(seed, t, row)` only (`sampling.step_uniforms`, a stateless integer hash): a
-    given `seed` gives the same ids on a backend and device, eager or compiled, and the seed
-    may be a tensor (an argument of a compiled or exported function). `seed=None` draws a
-    fresh seed in Python on every call; inside a function traced once (`tf.function`,
+    renormalised mass reaches `top_p`); see `sampling.filter_logits`. The random numbers are a
+    function of `(seed, t, row, token)` only (`sampling.token_uniforms`, a stateless integer
+    hash): a given `seed` gives the same ids on a backend and device, eager or compiled, and
+    the seed may be a tensor (an argument of a compiled or exported function). `seed=None`
+    draws a fresh seed in Python on every call; inside a function traced once (`tf.function`,
     `jax.jit`) that would be frozen at tracing time, so pass the seed as an argument there
     (`Translator` does).
 
-    Cost: temperature-only sampling is a cumsum, an exp and a compare over the vocabulary per
-    row and step. `top_k`/`top_p` call `ops.top_k` (`top_p` alone sorts the whole vocabulary,
-    as KerasHub's `TopPSampler` does), which XLA on CPU makes a full sort: there it costs an
-    order of magnitude more than greedy at V = 8000 (BENCHMARKS.md, section 4).
+    Cost: no sort and no cumulative sum. The draw is the Gumbel-max trick
+    (`sampling.gumbel_tokens`: one hashed uniform per token, an argmax), about what greedy's
+    argmax costs; `top_k` / `top_p` find their cut by bisection on the logit value
+    (`sampling.top_k_threshold`, `sampling.nucleus_threshold`), 15-30 compare-and-sum passes
+    over V per step, where `ops.top_k` is a full sort under XLA on CPU (BENCHMARKS.md,
+    section 4). Ties at a top-k or nucleus boundary are all kept.
 
     Same step-function protocol, loop (`ops.while_loop` with `maximum_iterations`, early stop
     when every row has ended, compiles under `jit_compile=True`, exports without
@@ -115,8 +117,9 @@ def sample_search(
     seed = seed_tensor(seed)
 
     def choose(t, log_probs):
-        uniforms = step_uniforms(seed, t, ops.shape(log_probs)[0])
-        return draw_tokens(log_probs, uniforms, temperature, top_k, top_p)
+        rows, vocab = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
+        uniforms = token_uniforms(seed, t, rows, vocab)
+        return gumbel_tokens(log_probs, uniforms, temperature, top_k, top_p)
 
     return one_path_search(
         step_fn,

@@ -18,10 +18,23 @@ from typing import Any
 
 from keras import ops
 
-__all__ = ["check_sampling", "draw_tokens", "step_uniforms"]
+__all__ = [
+    "argmax_tokens",
+    "check_sampling",
+    "draw_tokens",
+    "filter_logits",
+    "gumbel_tokens",
+    "nucleus_threshold",
+    "step_uniforms",
+    "token_uniforms",
+    "top_k_threshold",
+]
 
 # Lowest float32 "logit" of filtered tokens (finite: no -inf - -inf = NaN downstream).
 _FILTERED = -3.0e38
+# exp(-104) < 2**-149, the smallest float32 subnormal: a token this far below its row's top
+# logit has probability exactly zero.
+_ZERO_PROBABILITY = 104.0
 
 
 def check_sampling(temperature: Any, top_k: Any, top_p: Any) -> tuple:
@@ -50,6 +63,185 @@ def check_sampling(temperature: Any, top_k: Any, top_p: Any) -> tuple:
     )
 
 
+def argmax_tokens(x: Any) -> Any:
+    """int32 `[N]`: the index of the first largest entry of each row of `x` `[N, V]`, as
+    `ops.argmax(x, axis=-1)`, in two elementwise passes (the row maximum, then the lowest
+    index that reaches it). XLA on CPU lowers `ops.argmax` to a variadic reduction about 3x
+    slower at `[64, 8000]` (BENCHMARKS.md, section 4); greedy search and the Gumbel draw pick
+    their tokens with this. A row without a maximum (all NaN) gets index 0, not V.
+
+    Example:
+
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(argmax_tokens([[0.1, 3.0, 3.0], [-1.0, -2.0, -3.0]])).tolist()
+    [1, 0]
+    """
+    x = ops.convert_to_tensor(x)
+    vocab = ops.shape(x)[-1]
+    top = ops.max(x, axis=-1, keepdims=True)
+    positions = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
+    first = ops.min(ops.where(x >= top, positions, vocab), axis=-1)
+    return ops.where(first >= vocab, ops.zeros_like(first), first)
+
+
+def _row_floor(z):
+    """`(top, floor)`: each row's largest logit and the lowest logit that still has a float32
+    probability (`exp(floor - top)` is below the smallest subnormal: a token under the floor
+    has probability exactly zero). Rows whose top is not finite get a top of 0 (no NaN)."""
+    top = ops.max(z, axis=-1, keepdims=True)
+    top = ops.where(ops.isfinite(top), top, ops.zeros_like(top))
+    floor = ops.maximum(ops.min(z, axis=-1, keepdims=True), top - _ZERO_PROBABILITY)
+    return top, floor
+
+
+def _count(keep):
+    return ops.sum(ops.cast(keep, "int32"), axis=-1, keepdims=True)
+
+
+def _bisect(z, lo, hi, measure, goal, finished, resolution, max_iterations: int = 64):
+    """The threshold search shared by top-k and the nucleus, without sorting.
+
+    Per row, `[lo, hi)` brackets the cut: `measure(z >= lo) >= goal` and `measure(z >= hi) <
+    goal`, `measure` non-increasing in the threshold (a count, or a probability mass). Each
+    step halves the bracket in value space (one compare-and-sum pass over V); a row stops when
+    `finished(count(z >= lo), count(z >= hi))` says its kept set is decided, or when its
+    bracket is narrower than `resolution` (`[N, 1]`): then the logits left in `[lo, hi)` are
+    ties to within float32 rounding of the row's scale, and all of them are kept. Returns
+    `lo`: the kept set is `z >= lo`. From a bracket of width ~105 the resolution 2**-23 x
+    max(1, |top|) is reached in at most 30 steps; `max_iterations` only guards the loop.
+    """
+    c_lo, c_hi = _count(z >= lo), _count(z >= hi)
+    done = finished(c_lo, c_hi)
+
+    def cond(i, lo, hi, c_lo, c_hi, done):
+        return ops.logical_and(i < max_iterations, ops.logical_not(ops.all(done)))
+
+    def body(i, lo, hi, c_lo, c_hi, done):
+        mid = 0.5 * lo + 0.5 * hi
+        keep = z >= mid
+        ok = measure(keep) >= goal
+        stuck = ops.logical_or(hi - lo <= resolution, ops.logical_or(mid <= lo, mid >= hi))
+        c = _count(keep)
+        new_lo, new_hi = ops.where(ok, mid, lo), ops.where(ok, hi, mid)
+        new_c_lo, new_c_hi = ops.where(ok, c, c_lo), ops.where(ok, c_hi, c)
+        new_done = ops.logical_or(stuck, finished(new_c_lo, new_c_hi))
+        old = lambda a, b: ops.where(done, a, b)  # noqa: E731  (finished rows stay put)
+        return (
+            i + 1,
+            old(lo, new_lo),
+            old(hi, new_hi),
+            old(c_lo, new_c_lo),
+            old(c_hi, new_c_hi),
+            ops.logical_or(done, new_done),
+        )
+
+    _, lo, _, _, _, _ = ops.while_loop(cond, body, (0, lo, hi, c_lo, c_hi, done))
+    return lo
+
+
+def _ceiling(top):
+    """A value above every logit of the row (`top + 1` is `top` itself near float32's max)."""
+    return top + 1.0 + ops.abs(top) * (2.0**-20)
+
+
+def _resolution(top):
+    """Logits closer than this to a boundary count as tied with it: 2**-23 of the row's scale
+    (one or two float32 ulps of the top logit; the probabilities differ by a relative 1e-7)."""
+    return ops.maximum(ops.abs(top), 1.0) * (2.0**-23)
+
+
+def top_k_threshold(z, k: int):
+    """`[N, 1]` thresholds with `z >= threshold` the k largest logits of each row: every logit
+    tied with the k-th largest is kept too, and logits without a float32 probability (more
+    than 104 below the row's top) are never kept; logits within 2**-23 x max(1, |top|) of the
+    k-th largest count as tied with it. No sort: a bisection (`_bisect`) of about
+    log2(range / gap) compare-and-count passes over V, where `gap` separates the k-th and
+    (k+1)-th largest logits (15-20 passes on V = 8000; BENCHMARKS.md section 4)."""
+    top, floor = _row_floor(z)
+    return _bisect(
+        z,
+        floor,
+        _ceiling(top),
+        lambda keep: _count(keep),
+        k,
+        lambda c_lo, c_hi: c_lo <= k,  # exactly k kept (or fewer tokens than k have mass)
+        _resolution(top),
+    )
+
+
+def nucleus_threshold(z, top_p: float, lowest=None):
+    """`[N, 1]` thresholds with `z >= threshold` the nucleus of `softmax(z)` restricted to
+    `z >= lowest`: the most probable tokens whose mass reaches `top_p` of the total, the token
+    that reaches it included (and any tied with it). No sort: a bisection (`_bisect`) on the
+    threshold, each pass a masked sum of the probabilities; a row is decided when one logit is
+    left inside its bracket."""
+    top, floor = _row_floor(z)
+    if lowest is not None:
+        floor = ops.maximum(floor, lowest)
+    weights = ops.where(z >= floor, ops.exp(z - top), ops.zeros_like(z))
+    goal = top_p * ops.sum(weights, axis=-1, keepdims=True)
+    return _bisect(
+        z,
+        floor,
+        _ceiling(top),
+        lambda keep: ops.sum(ops.where(keep, weights, ops.zeros_like(weights)), -1, keepdims=True),
+        goal,
+        lambda c_lo, c_hi: c_lo - c_hi <= 1,  # one logit left in [lo, hi): the boundary token
+        _resolution(top),
+    )
+
+
+def filter_logits(
+    log_probs: Any, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> Any:
+    """float32 `log_probs / temperature` with the tokens outside the top-k and then outside
+    the nucleus of the renormalised remainder set to a very low finite value (-3e38).
+
+    Sort-free (thresholds found by bisection: `top_k_threshold`, `nucleus_threshold`), so it
+    costs a few dozen elementwise passes over V instead of a sort, which XLA on CPU makes
+    slow. Ties at a boundary are all kept: a top-k filter keeps every token whose logit equals
+    the k-th largest, so the kept set does not depend on token order (`ops.top_k` would keep
+    the lowest ids). Tokens more than 104 below a row's largest logit (probability exactly
+    zero in float32 after the temperature) are always filtered.
+
+    Args:
+        log_probs: `[N, V]` logits or log-probabilities.
+        temperature: T > 0. Defaults to `1.0`.
+        top_k: Keep the k most probable tokens. Defaults to `None` (all).
+        top_p: Keep the nucleus of mass `top_p`. Defaults to `None` (all; `1.0` is the same).
+
+    Returns:
+        float32 `[N, V]`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> z = np.log(np.array([[0.1, 0.5, 0.15, 0.25]], "float32"))
+    >>> kept = ops.convert_to_numpy(filter_logits(z, top_k=3)) > -1e38
+    >>> kept.tolist()
+    [[False, True, True, True]]
+    >>> (ops.convert_to_numpy(filter_logits(z, top_p=0.7)) > -1e38).tolist()  # 0.5 + 0.25
+    [[False, True, False, True]]
+    """
+    z = ops.cast(log_probs, "float32")
+    if temperature != 1.0:
+        z = z / temperature
+    vocab = z.shape[-1]
+    if top_k is not None and vocab is not None and top_k >= int(vocab):
+        top_k = None
+    if top_p is not None and top_p >= 1.0:
+        top_p = None
+    lowest = None
+    if top_k is not None:
+        lowest = top_k_threshold(z, top_k)
+    if top_p is not None:
+        lowest = nucleus_threshold(z, top_p, lowest)
+    if lowest is None:
+        return z
+    return ops.where(z >= lowest, z, ops.full_like(z, _FILTERED))
+
+
 def draw_tokens(
     log_probs: Any,
     uniforms: Any,
@@ -59,19 +251,20 @@ def draw_tokens(
 ) -> Any:
     """One token per row from `softmax(log_probs / T)`, filtered, by inverse-CDF sampling.
 
-    Filters apply in the KerasHub order: temperature first, then the `top_k` most probable
-    tokens, then the nucleus of that renormalised remainder (the smallest prefix, by
-    decreasing probability, whose mass reaches `top_p`; the most probable token is always
-    kept). The draw is token `j` with `C_{j-1} < u C_V <= C_j`, `C` the cumulative sum of the
-    kept (unnormalised) probabilities in float32: a token whose probability is zero (filtered)
-    is never drawn, because its cumulative sum equals its predecessor's.
+    Filters apply in the KerasHub order (`filter_logits`): temperature first, then the
+    `top_k` most probable tokens, then the nucleus of that renormalised remainder (the
+    smallest set of most probable tokens whose mass reaches `top_p`; the most probable token
+    is always kept; ties at a boundary are all kept). The draw is token `j` with
+    `C_{j-1} < u C_V <= C_j`, `C` the cumulative sum of the kept (unnormalised) probabilities
+    in float32: a token whose probability is zero (filtered) is never drawn, because its
+    cumulative sum equals its predecessor's. One uniform per row (scheduled sampling draws
+    them ahead of the loop); `gumbel_tokens` is the faster draw of `sample_search`.
 
     Args:
         log_probs: `[N, V]` logits or log-probabilities (any float dtype; computed in float32).
         uniforms: `[N]` numbers in (0, 1), one per row (e.g. `step_uniforms`).
         temperature: T > 0. Defaults to `1.0`.
-        top_k: Keep the k most probable tokens (ties broken by `ops.top_k`). Defaults to
-            `None` (all).
+        top_k: Keep the k most probable tokens. Defaults to `None` (all).
         top_p: Keep the nucleus of mass `top_p`. Defaults to `None` (all; `1.0` is the same).
 
     Returns:
@@ -88,34 +281,50 @@ def draw_tokens(
     >>> ops.convert_to_numpy(draw_tokens(log_probs, uniforms, top_k=2)).tolist()
     [0, 0, 1]
     """
-    z = ops.cast(log_probs, "float32")
-    if temperature != 1.0:
-        z = z / temperature
-    vocab = z.shape[-1]
-    if top_p is not None and top_p >= 1.0:
-        top_p = None
-    indices = None
-    if top_k is not None or top_p is not None:
-        k = vocab if top_k is None else top_k
-        if vocab is not None:
-            k = min(k, int(vocab))
-        z, indices = ops.top_k(z, k)  # sorted, most probable first
-        weights = ops.exp(z - z[:, :1])
-    else:
-        weights = ops.exp(z - ops.max(z, axis=-1, keepdims=True))
-    if top_p is not None:
-        cumulative = ops.cumsum(weights, axis=-1)
-        before = cumulative - weights  # the mass of the more probable tokens
-        keep = before < top_p * cumulative[:, -1:]
-        weights = ops.where(keep, weights, ops.zeros_like(weights))
+    z = filter_logits(log_probs, temperature, top_k, top_p)
+    weights = ops.exp(z - ops.max(z, axis=-1, keepdims=True))
     cumulative = ops.cumsum(weights, axis=-1)
     threshold = ops.expand_dims(ops.cast(uniforms, "float32"), -1) * cumulative[:, -1:]
     # u < 1 so u * C_V <= C_V: the count is at most V - 1; u > 0 skips zero-probability tokens.
-    chosen = ops.sum(ops.cast(cumulative < threshold, "int32"), axis=-1)
-    if indices is None:
-        return chosen
-    chosen = ops.expand_dims(chosen, -1)
-    return ops.cast(ops.take_along_axis(indices, chosen, axis=-1)[:, 0], "int32")
+    return ops.sum(ops.cast(cumulative < threshold, "int32"), axis=-1)
+
+
+def gumbel_tokens(
+    log_probs: Any,
+    uniforms: Any,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> Any:
+    """One token per row from the same filtered distribution as `draw_tokens`, by the
+    Gumbel-max trick: `argmax_j (z_j + G_j)` over the kept tokens, `G_j = -log(-log u_j)`
+    with one uniform per token. Exact for `softmax(z)` (Gumbel 1954; Maddison et al. 2014)
+    and free of the cumulative sum, which XLA on CPU computes slowly: the draw costs about
+    what greedy's argmax costs. With 23-bit uniforms, `G` lies in [-2.8, 16.6], so a token
+    more than 19.4 below the row's top logit (probability < 4e-9) is never drawn.
+
+    Args:
+        log_probs: `[N, V]` logits or log-probabilities.
+        uniforms: `[N, V]` numbers in (0, 1) (e.g. `token_uniforms`).
+        temperature, top_k, top_p: As in `draw_tokens`.
+
+    Returns:
+        int32 `[N]` token ids.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> log_probs = np.log(np.array([[0.7, 0.0, 0.3]], "float32") + 1e-38)
+    >>> u = ops.convert_to_numpy(token_uniforms(0, 0, 4000, 3))
+    >>> ids = ops.convert_to_numpy(gumbel_tokens(np.repeat(log_probs, 4000, 0), u))
+    >>> sorted(set(ids.tolist())), bool(0.67 < np.mean(ids == 0) < 0.73)
+    ([0, 2], True)
+    """
+    z = filter_logits(log_probs, temperature, top_k, top_p)
+    uniforms = ops.cast(uniforms, "float32")
+    noisy = z - ops.log(-ops.log(uniforms))  # a filtered -3e38 stays below every kept token
+    return argmax_tokens(noisy)
 
 
 # ---------------------------------------------------------------- a stateless generator
@@ -168,4 +377,27 @@ def step_uniforms(seed: Any, t: Any, rows: int | Any):
     key = _mix(seed_tensor(seed))
     step = _mix(key + ops.multiply(ops.cast(t, "int32"), ops.convert_to_tensor(_GOLDEN, "int32")))
     bits = _mix(step + ops.arange(rows, dtype="int32"))
+    return (ops.cast(_shift_right(bits, 9), "float32") + 0.5) * (1.0 / (1 << 23))
+
+
+def token_uniforms(seed: Any, t: Any, rows: int | Any, vocab: int | Any):
+    """`[rows, vocab]` float32 uniforms in (0, 1) for step `t`: element `(r, j)` is
+    `((hash(row_key_r + j) >> 9) + 0.5) / 2**23` with `row_key_r = hash(step_key + r)` and
+    `step_key = hash(hash(seed) + t * φ)` (the keys of `step_uniforms`), so each row's
+    numbers are independent of the others' and of the vocabulary size.
+
+    Args:
+        seed: A Python int or an int32 scalar tensor.
+        t: The step index (int or int32 scalar tensor).
+        rows: N (int or scalar tensor).
+        vocab: V (int or scalar tensor).
+
+    Returns:
+        float32 `[rows, vocab]`.
+    """
+    key = _mix(seed_tensor(seed))
+    step = _mix(key + ops.multiply(ops.cast(t, "int32"), ops.convert_to_tensor(_GOLDEN, "int32")))
+    row_keys = _mix(step + ops.arange(rows, dtype="int32"))
+    tokens = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
+    bits = _mix(ops.expand_dims(row_keys, -1) + tokens)
     return (ops.cast(_shift_right(bits, 9), "float32") + 0.5) * (1.0 / (1 << 23))

@@ -9,7 +9,13 @@ from keras import ops
 from scipy import stats
 
 from keras_attention.decoding import greedy_search, sample_search
-from keras_attention.functional.sampling import draw_tokens, step_uniforms
+from keras_attention.functional.sampling import (
+    draw_tokens,
+    filter_logits,
+    gumbel_tokens,
+    step_uniforms,
+    token_uniforms,
+)
 from tests.backend_utils import BACKEND, jit, to_numpy
 
 START, END = 1, 9
@@ -190,3 +196,124 @@ def test_bad_arguments_are_named(kwargs, match):
     args = {"start_token": START, "end_token": END, "max_length": 3, **kwargs}
     with pytest.raises(ValueError, match=match):
         sample_search(_step_fn, (), 2, **args)
+
+
+# ---------------------------------------------------------------- the sort-free filters
+def _reference_kept(z, top_k, top_p):
+    """The kept set by sorting, in float64: the k largest, then the nucleus of the rest (the
+    token that reaches `top_p` included); the same tie and zero-probability rules as
+    `filter_logits` (ties at a boundary kept, tokens 104 below the top dropped). Also says
+    which rows are too close to call: a boundary within 2**-22 x max(1, |top|) of the next
+    logit (the filter's tie resolution is 2**-23 of that), or a nucleus whose cumulative mass
+    lands within float32 rounding of the goal."""
+    z = z.astype(np.float64)
+    top = z.max(-1, keepdims=True)
+    resolution = np.maximum(np.abs(top), 1.0) * 2.0**-22
+    keep = z >= top - 104.0
+    ambiguous = np.zeros(len(z), bool)
+    values = -np.sort(-np.where(keep, z, -np.inf), axis=-1)  # decreasing
+
+    def cut_at(position):  # keep values >= values[position]; flag a near-tie below it
+        nonlocal ambiguous
+        cut = np.take_along_axis(values, position[:, None], -1)
+        below = np.where(values < cut, values, -np.inf).max(-1, keepdims=True)
+        ambiguous |= (cut - below)[:, 0] <= resolution[:, 0]
+        return cut
+
+    if top_k is not None:
+        available = keep.sum(-1)
+        keep &= z >= cut_at(np.minimum(top_k, available) - 1)
+        values = -np.sort(-np.where(keep, z, -np.inf), axis=-1)
+    if top_p is not None:
+        w = np.where(np.isfinite(values), np.exp(values - top), 0.0)
+        cum = np.cumsum(w, -1)
+        total = cum[:, -1:]
+        position = ((cum - w) < top_p * total).sum(-1) - 1  # the token that reaches top_p
+        keep &= z >= cut_at(position)
+        ambiguous |= np.any(np.abs(cum - top_p * total) <= 1e-5 * total, axis=-1)
+    return keep, ambiguous
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, 30.0])
+@pytest.mark.parametrize(
+    "top_k, top_p", [(1, None), (7, None), (50, None), (499, None), (600, None),
+                     (None, 0.05), (None, 0.5), (None, 0.9), (None, 0.999), (50, 0.8)],
+)  # fmt: skip
+def test_filter_logits_keeps_what_a_sort_keeps(scale, top_k, top_p):
+    rng = np.random.default_rng(int(scale * 100) + (top_k or 0))
+    z = (rng.standard_normal((48, 500)) * scale).astype("float32")
+    z[:4, ::3] = -1e9  # masked tokens, as Seq2Seq masks [PAD] and [START]
+    z[4:8, 100:] = -np.inf
+    z[8:12] += 1e4  # a large offset: the cut is relative to each row's top
+    out = to_numpy(filter_logits(z, top_k=top_k, top_p=top_p))
+    # Kept = not filtered and with a float32 probability (k >= V filters nothing at all).
+    kept = (out > -1e38) & (z >= z.max(-1, keepdims=True) - 104.0)
+    expected, ambiguous = _reference_kept(z, top_k, top_p)
+    assert ambiguous.sum() <= 8, ambiguous.sum()  # the comparison covers most rows
+    np.testing.assert_array_equal(kept[~ambiguous], expected[~ambiguous])
+    if top_k is not None and top_p is None:
+        # k tokens, or all that have a probability; more only through exact ties, as in the
+        # float32 rows offset by 1e4.
+        available = (z >= z.max(-1, keepdims=True) - 104.0).sum(-1)
+        np.testing.assert_array_equal(kept.sum(-1)[12:], np.minimum(top_k, available)[12:])
+        assert np.all(kept.sum(-1) >= np.minimum(top_k, available))
+
+
+def test_filter_logits_keeps_ties_and_never_makes_nan():
+    z = np.array([[0.0, 1.0, 0.0, 0.0, -2.0], [5.0, 5.0, 5.0, 5.0, 5.0]], "float32")
+    np.testing.assert_array_equal(
+        to_numpy(filter_logits(z, top_k=2)) > -1e38,
+        [[True, True, True, True, False], [True] * 5],  # the 2nd largest is a three-way tie
+    )
+    np.testing.assert_array_equal(
+        to_numpy(filter_logits(z, top_k=1)) > -1e38,
+        [[False, True, False, False, False], [True] * 5],
+    )
+    # 1 / (1 + 3/e) = 0.475 < 0.5: the tied zeros join, all three.
+    np.testing.assert_array_equal(
+        to_numpy(filter_logits(z, top_p=0.5)) > -1e38,
+        [[True, True, True, True, False], [True] * 5],
+    )
+    extreme = np.array([[3e38, -3e38, 0.0], [-np.inf, -np.inf, 2.0]], "float32")
+    for kwargs in ({"top_k": 2}, {"top_p": 0.9}, {"top_k": 1, "top_p": 0.5}):
+        out = to_numpy(filter_logits(extreme, **kwargs))
+        assert not np.isnan(out).any(), kwargs
+        np.testing.assert_array_equal(np.argmax(out, -1), [0, 2])
+        ids = to_numpy(gumbel_tokens(extreme, np.full((2, 3), 0.5, "float32"), **kwargs))
+        np.testing.assert_array_equal(ids, [0, 2])
+
+
+def test_gumbel_tokens_is_the_argmax_of_the_perturbed_kept_logits():
+    """By hand: with uniforms u, the draw is argmax(z - log(-log u)) over the kept tokens."""
+    z = np.log(np.array([[0.5, 0.2, 0.3], [0.5, 0.2, 0.3]], "float32"))
+    u = np.array([[0.1, 0.99, 0.5], [0.9, 0.05, 0.2]], "float32")
+    noisy = z.astype(np.float64) - np.log(-np.log(u.astype(np.float64)))
+    np.testing.assert_array_equal(to_numpy(gumbel_tokens(z, u)), np.argmax(noisy, -1))
+    # top-k 2 drops token 1, whose noisy value won row 0.
+    np.testing.assert_array_equal(
+        to_numpy(gumbel_tokens(z, u, top_k=2)), np.argmax(np.where([1, 0, 1], noisy, -np.inf), -1)
+    )
+
+
+def test_token_uniforms_are_the_documented_hash():
+    """`token_uniforms` against a NumPy uint32 transcription (row keys, then one hash a token)."""
+
+    def mix(x):
+        x = x.astype(np.uint32)
+        x ^= x >> np.uint32(16)
+        x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
+        x ^= x >> np.uint32(15)
+        x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
+        return x ^ (x >> np.uint32(16))
+
+    add = lambda a, b: ((a.astype(np.uint64) + b) & 0xFFFFFFFF).astype(np.uint32)  # noqa: E731
+    with np.errstate(over="ignore"):
+        seed, t = 2**31 + 5, 9
+        key = mix(np.array([seed], np.uint64) & 0xFFFFFFFF)
+        step = mix(add(key, np.uint64(t * 0x9E3779B9 & 0xFFFFFFFF)))
+        rows = mix(add(step, np.arange(3, dtype=np.uint64)))
+        bits = mix(add(rows[:, None], np.arange(5, dtype=np.uint64)[None, :]))
+        expected = ((bits >> np.uint32(9)).astype(np.float64) + 0.5) / 2**23
+    np.testing.assert_array_equal(
+        to_numpy(token_uniforms(seed, t, 3, 5)), expected.astype("float32")
+    )
