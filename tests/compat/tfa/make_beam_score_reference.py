@@ -13,8 +13,9 @@ this file. `tests/decoding/test_beam_score_tfa.py` compares `gnmt_length_penalty
     /work/tfa-venv/bin/pip install tensorflow==2.15.1 tensorflow-addons==0.23.0
     /work/tfa-venv/bin/python tests/compat/tfa/make_beam_score_reference.py
 
-Keys: `log_probs` `[B, K, V]`, `lengths` `[B, K, V]` int32 (each candidate's), `finished` `[B, K]` bool,
-`coverage` `[B, K, S]`, `alphas` `[A]`, `betas` `[C]`, `scores` `[A, C, B, K, V]` (tfa's).
+Keys: `log_probs` `[B, K, V]`, `lengths` `[B, K, V]` int32 (each candidate's), `finished`
+`[B, K]` bool, `coverage` `[B, K, S]`, `alphas` `[A]`, `betas` `[C]`, `scores`
+`[A, C, B, K, V]` (tfa's).
 """
 
 from __future__ import annotations
