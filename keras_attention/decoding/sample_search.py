@@ -17,6 +17,7 @@ from keras_attention.decoding.step_fn import (
 from keras_attention.functional.sampling import (
     check_sampling,
     gumbel_tokens,
+    resolve_top_k_method,
     seed_tensor,
     token_uniforms,
 )
@@ -37,6 +38,7 @@ def sample_search(
     seed: Any = None,
     vocab_size: int | None = None,
     pad_token: int = 0,
+    top_k_method: str = "auto",
 ) -> dict:
     """Decode by drawing `y_t ~ softmax(log p(· | y_<t) / T)` restricted to top-k / nucleus.
 
@@ -50,12 +52,13 @@ def sample_search(
     `jax.jit`) that would be frozen at tracing time, so pass the seed as an argument there
     (`Translator` does).
 
-    Cost: no sort and no cumulative sum. The draw is the Gumbel-max trick
+    Cost: no cumulative sum, and no sort unless asked. The draw is the Gumbel-max trick
     (`sampling.gumbel_tokens`: one hashed uniform per token, an argmax), about what greedy's
-    argmax costs; `top_k` / `top_p` find their cut by bisection on the logit value
-    (`sampling.top_k_threshold`, `sampling.nucleus_threshold`), 15-30 compare-and-sum passes
-    over V per step, where `ops.top_k` is a full sort under XLA on CPU (BENCHMARKS.md,
-    section 4). Ties at a top-k or nucleus boundary are all kept.
+    argmax costs; `top_p` finds its cut by bisection on the logit value
+    (`sampling.nucleus_threshold`, 15-30 compare-and-sum passes over V per step), and so does
+    `top_k` with `top_k_method="bisection"` (the default on TensorFlow, where XLA on CPU makes
+    `ops.top_k` a full sort; BENCHMARKS.md, section 4). Ties at a top-k or nucleus boundary
+    are all kept.
 
     Same step-function protocol, loop (`ops.while_loop` with `maximum_iterations`, early stop
     when every row has ended, compiles under `jit_compile=True`, exports without
@@ -77,6 +80,10 @@ def sample_search(
         vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
         pad_token: Written after the end token. Defaults to `0`.
+        top_k_method: How the top-k cut is found: `"bisection"` (no sort; the fast path under
+            XLA), `"sort"` (`ops.top_k`: the fast path of TensorFlow without XLA, JAX and
+            PyTorch) or `"auto"` (bisection on TensorFlow, a sort elsewhere). The kept set is
+            the same. Defaults to `"auto"`.
 
     Returns:
         A dict: `"ids"` `[B, max_length]` int32 (end token included, `pad_token` after it);
@@ -103,6 +110,7 @@ def sample_search(
     """
     max_length = check_int("max_length", max_length, minimum=1)
     temperature, top_k, top_p = check_sampling(temperature, top_k, top_p)
+    top_k_method = resolve_top_k_method(top_k_method)
     if vocab_size is not None:
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
@@ -119,7 +127,7 @@ def sample_search(
     def choose(t, log_probs):
         rows, vocab = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
         uniforms = token_uniforms(seed, t, rows, vocab)
-        return gumbel_tokens(log_probs, uniforms, temperature, top_k, top_p)
+        return gumbel_tokens(log_probs, uniforms, temperature, top_k, top_p, top_k_method)
 
     return one_path_search(
         step_fn,

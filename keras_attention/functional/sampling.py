@@ -25,6 +25,7 @@ __all__ = [
     "filter_logits",
     "gumbel_tokens",
     "nucleus_threshold",
+    "resolve_top_k_method",
     "step_uniforms",
     "token_uniforms",
     "top_k_threshold",
@@ -150,14 +151,39 @@ def _resolution(top):
     return ops.maximum(ops.abs(top), 1.0) * (2.0**-23)
 
 
-def top_k_threshold(z, k: int):
+TOP_K_METHODS = ("auto", "bisection", "sort")
+
+
+def resolve_top_k_method(method: Any) -> str:
+    """`"bisection"` or `"sort"` for `method` (`"auto"`: bisection on TensorFlow, whose XLA
+    makes `ops.top_k` a full sort, and a sort elsewhere: JAX's `top_k` and `torch.topk` are
+    partial sorts); a `ValueError` names a bad one."""
+    if method not in TOP_K_METHODS:
+        raise ValueError(
+            f"`top_k_method` must be one of {TOP_K_METHODS}. Received: top_k_method={method!r}"
+        )
+    if method == "auto":
+        import keras
+
+        return "bisection" if keras.backend.backend() == "tensorflow" else "sort"
+    return method
+
+
+def top_k_threshold(z, k: int, method: str = "bisection"):
     """`[N, 1]` thresholds with `z >= threshold` the k largest logits of each row: every logit
     tied with the k-th largest is kept too, and logits without a float32 probability (more
-    than 104 below the row's top) are never kept; logits within 2**-23 x max(1, |top|) of the
-    k-th largest count as tied with it. No sort: a bisection (`_bisect`) of about
-    log2(range / gap) compare-and-count passes over V, where `gap` separates the k-th and
-    (k+1)-th largest logits (15-20 passes on V = 8000; BENCHMARKS.md section 4)."""
+    than 104 below the row's top) are never kept.
+
+    `method="bisection"` sorts nothing: a bisection (`_bisect`) of about log2(range / gap)
+    compare-and-count passes over V, where `gap` separates the k-th and (k+1)-th largest
+    logits (15-20 passes on V = 8000; BENCHMARKS.md section 4); logits within
+    2**-23 x max(1, |top|) of the k-th largest count as tied with it. `method="sort"` takes
+    the k-th largest from `ops.top_k` (a partial sort on JAX, PyTorch and TensorFlow without
+    XLA; a full sort under XLA on CPU)."""
     top, floor = _row_floor(z)
+    if method == "sort":
+        kth = ops.top_k(z, k)[0][:, k - 1 : k]
+        return ops.maximum(kth, floor)
     return _bisect(
         z,
         floor,
@@ -192,7 +218,11 @@ def nucleus_threshold(z, top_p: float, lowest=None):
 
 
 def filter_logits(
-    log_probs: Any, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+    log_probs: Any,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    top_k_method: str = "auto",
 ) -> Any:
     """float32 `log_probs / temperature` with the tokens outside the top-k and then outside
     the nucleus of the renormalised remainder set to a very low finite value (-3e38).
@@ -209,6 +239,9 @@ def filter_logits(
         temperature: T > 0. Defaults to `1.0`.
         top_k: Keep the k most probable tokens. Defaults to `None` (all).
         top_p: Keep the nucleus of mass `top_p`. Defaults to `None` (all; `1.0` is the same).
+        top_k_method: How the top-k cut is found: `"bisection"`, `"sort"` (`ops.top_k`) or
+            `"auto"` (bisection on TensorFlow, a sort elsewhere; see `top_k_threshold`). The
+            nucleus is always found by bisection. Defaults to `"auto"`.
 
     Returns:
         float32 `[N, V]`.
@@ -234,7 +267,7 @@ def filter_logits(
         top_p = None
     lowest = None
     if top_k is not None:
-        lowest = top_k_threshold(z, top_k)
+        lowest = top_k_threshold(z, top_k, resolve_top_k_method(top_k_method))
     if top_p is not None:
         lowest = nucleus_threshold(z, top_p, lowest)
     if lowest is None:
@@ -295,6 +328,7 @@ def gumbel_tokens(
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,
+    top_k_method: str = "auto",
 ) -> Any:
     """One token per row from the same filtered distribution as `draw_tokens`, by the
     Gumbel-max trick: `argmax_j (z_j + G_j)` over the kept tokens, `G_j = -log(-log u_j)`
@@ -306,7 +340,7 @@ def gumbel_tokens(
     Args:
         log_probs: `[N, V]` logits or log-probabilities.
         uniforms: `[N, V]` numbers in (0, 1) (e.g. `token_uniforms`).
-        temperature, top_k, top_p: As in `draw_tokens`.
+        temperature, top_k, top_p, top_k_method: As in `filter_logits`.
 
     Returns:
         int32 `[N]` token ids.
@@ -321,7 +355,7 @@ def gumbel_tokens(
     >>> sorted(set(ids.tolist())), bool(0.67 < np.mean(ids == 0) < 0.73)
     ([0, 2], True)
     """
-    z = filter_logits(log_probs, temperature, top_k, top_p)
+    z = filter_logits(log_probs, temperature, top_k, top_p, top_k_method)
     uniforms = ops.cast(uniforms, "float32")
     noisy = z - ops.log(-ops.log(uniforms))  # a filtered -3e38 stays below every kept token
     return argmax_tokens(noisy)

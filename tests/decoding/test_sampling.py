@@ -155,9 +155,12 @@ def test_seeds_reproduce_and_differ():
 
 
 @slow_on_torch
-def test_compiled_equals_eager_for_the_same_seed():
+@pytest.mark.parametrize("method", ["bisection", "sort"])
+def test_compiled_equals_eager_for_the_same_seed(method):
     def run(seed):
-        return sample_search(_step_fn, (), 64, START, END, 6, top_k=5, top_p=0.9, seed=seed)
+        return sample_search(
+            _step_fn, (), 64, START, END, 6, top_k=5, top_p=0.9, seed=seed, top_k_method=method
+        )
 
     eager = run(ops.convert_to_tensor(11, "int32"))
     compiled = jit(run)(ops.convert_to_tensor(11, "int32"))
@@ -189,6 +192,7 @@ def test_top_k_one_is_greedy_and_alignments_follow():
         ({"top_p": 1.5}, "top_p=1.5"),
         ({"seed": "x"}, "seed='x'"),
         ({"max_length": 0}, "max_length=0"),
+        ({"top_k_method": "heap"}, "top_k_method='heap'"),
         ({"end_token": 10}, "end_token=10"),
     ],
 )
@@ -236,16 +240,19 @@ def _reference_kept(z, top_k, top_p):
 
 @pytest.mark.parametrize("scale", [0.01, 1.0, 30.0])
 @pytest.mark.parametrize(
-    "top_k, top_p", [(1, None), (7, None), (50, None), (499, None), (600, None),
-                     (None, 0.05), (None, 0.5), (None, 0.9), (None, 0.999), (50, 0.8)],
+    "top_k, top_p, method",
+    [(1, None, "bisection"), (7, None, "bisection"), (50, None, "bisection"),
+     (499, None, "bisection"), (600, None, "bisection"), (7, None, "sort"), (50, None, "sort"),
+     (499, None, "sort"), (None, 0.05, "auto"), (None, 0.5, "auto"), (None, 0.9, "auto"),
+     (None, 0.999, "auto"), (50, 0.8, "bisection"), (50, 0.8, "sort")],
 )  # fmt: skip
-def test_filter_logits_keeps_what_a_sort_keeps(scale, top_k, top_p):
+def test_filter_logits_keeps_what_a_sort_keeps(scale, top_k, top_p, method):
     rng = np.random.default_rng(int(scale * 100) + (top_k or 0))
     z = (rng.standard_normal((48, 500)) * scale).astype("float32")
     z[:4, ::3] = -1e9  # masked tokens, as Seq2Seq masks [PAD] and [START]
     z[4:8, 100:] = -np.inf
     z[8:12] += 1e4  # a large offset: the cut is relative to each row's top
-    out = to_numpy(filter_logits(z, top_k=top_k, top_p=top_p))
+    out = to_numpy(filter_logits(z, top_k=top_k, top_p=top_p, top_k_method=method))
     # Kept = not filtered and with a float32 probability (k >= V filters nothing at all).
     kept = (out > -1e38) & (z >= z.max(-1, keepdims=True) - 104.0)
     expected, ambiguous = _reference_kept(z, top_k, top_p)
