@@ -78,10 +78,13 @@ def argmax_tokens(x: Any) -> Any:
     [1, 0]
     """
     x = ops.convert_to_tensor(x)
+    if x.shape[0] == 0:  # (Keras 3.15's PyTorch max with `initial` gets this shape wrong)
+        return ops.zeros((0,), "int32")
     vocab = ops.shape(x)[-1]
-    top = ops.max(x, axis=-1, keepdims=True)
-    positions = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
-    first = ops.min(ops.where(x >= top, positions, vocab), axis=-1)
+    # `initial`: Keras refuses the max of an empty tensor eagerly, and a batch may be empty.
+    top = ops.max(x, axis=-1, keepdims=True, initial=-float("inf"))
+    from_end = vocab - ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)  # V - j
+    first = vocab - ops.max(ops.where(x >= top, from_end, 0), axis=-1, initial=0)
     return ops.where(first >= vocab, ops.zeros_like(first), first)
 
 
@@ -89,9 +92,11 @@ def _row_floor(z):
     """`(top, floor)`: each row's largest logit and the lowest logit that still has a float32
     probability (`exp(floor - top)` is below the smallest subnormal: a token under the floor
     has probability exactly zero). Rows whose top is not finite get a top of 0 (no NaN)."""
-    top = ops.max(z, axis=-1, keepdims=True)
+    inf = float("inf")  # `initial`: an empty batch has no max for Keras without one
+    top = ops.max(z, axis=-1, keepdims=True, initial=-inf)
     top = ops.where(ops.isfinite(top), top, ops.zeros_like(top))
-    floor = ops.maximum(ops.min(z, axis=-1, keepdims=True), top - _ZERO_PROBABILITY)
+    lowest = ops.min(z, axis=-1, keepdims=True, initial=inf)
+    floor = ops.maximum(lowest, top - _ZERO_PROBABILITY)
     return top, floor
 
 
@@ -260,6 +265,8 @@ def filter_logits(
     z = ops.cast(log_probs, "float32")
     if temperature != 1.0:
         z = z / temperature
+    if z.shape[0] == 0:  # an empty batch: nothing to filter
+        return z
     vocab = z.shape[-1]
     if top_k is not None and vocab is not None and top_k >= int(vocab):
         top_k = None

@@ -10,6 +10,7 @@ from scipy import stats
 
 from keras_attention.decoding import greedy_search, sample_search
 from keras_attention.functional.sampling import (
+    argmax_tokens,
     draw_tokens,
     filter_logits,
     gumbel_tokens,
@@ -324,3 +325,14 @@ def test_token_uniforms_are_the_documented_hash():
     np.testing.assert_array_equal(
         to_numpy(token_uniforms(seed, t, 3, 5)), expected.astype("float32")
     )
+
+
+def test_argmax_tokens_is_argmax_first_index_and_takes_empty_batches():
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 3, size=(40, 9)).astype("float32")  # many ties: the first one wins
+    x[0] = -np.inf
+    np.testing.assert_array_equal(to_numpy(argmax_tokens(x)), np.argmax(x, -1))
+    assert to_numpy(argmax_tokens(np.full((2, 3), np.nan, "float32"))).tolist() == [0, 0]
+    empty = to_numpy(argmax_tokens(np.zeros((0, 5), "float32")))
+    assert empty.shape == (0,)
+    assert to_numpy(filter_logits(np.zeros((0, 5), "float32"), top_k=2, top_p=0.5)).shape == (0, 5)
