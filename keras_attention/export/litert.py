@@ -92,7 +92,6 @@ def export_litert(
     from keras_attention.decoding import beam_search
     from keras_attention.decoding.step_fn import check_int, check_length_penalty
     from keras_attention.models import Seq2Seq, Translator
-    from keras_attention.models.seq2seq import _never_generate
 
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError(
@@ -136,11 +135,7 @@ def export_litert(
 
     def search(source_ids, width):
         memory, memory_mask, state = model.encode(source_ids)
-        step_fn = _never_generate(
-            model.decoder.make_step_fn(memory, memory_mask, width),
-            model.target_vocabulary_size,
-            {0, model.start_id} - {model.end_id},
-        )
+        step_fn = model.make_step_fn(memory, memory_mask, width)
         result = beam_search(
             step_fn,
             state,

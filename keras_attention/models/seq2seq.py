@@ -240,6 +240,15 @@ class Seq2Seq(keras.Model):
         state = self.decoder.cell.complete_initial_state(initial, batch, memory)
         return memory, memory_mask, state
 
+    def make_step_fn(self, memory, memory_mask=None, beam_width: int = 1):
+        """The `keras_attention.decoding.StepFunction` that `generate` searches with: the
+        decoder's step (`Seq2SeqDecoder.make_step_fn`) with the padding id 0 and `start_id`
+        never generated. It keeps the beam width, batch size and vocabulary size it was made
+        for, so a search given other values raises an error naming them. Start it from the
+        state `encode` returns."""
+        step_fn = self.decoder.make_step_fn(memory, memory_mask, beam_width)
+        return step_fn.never_generating({0, self.start_id} - {self.end_id})
+
     def generate(
         self,
         source_ids,
@@ -290,11 +299,7 @@ class Seq2Seq(keras.Model):
             return _empty_result(max_length, beam_width, source_ids.shape[1])
         memory, memory_mask, state = self.encode(source_ids)
         batch = ops.shape(source_ids)[0]
-        step_fn = _never_generate(
-            self.decoder.make_step_fn(memory, memory_mask, beam_width),
-            self.target_vocabulary_size,
-            {0, self.start_id} - {self.end_id},
-        )
+        step_fn = self.make_step_fn(memory, memory_mask, beam_width)
         common = {
             "batch_size": batch,
             "start_token": self.start_id,
@@ -357,19 +362,6 @@ class Seq2Seq(keras.Model):
 
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
-
-
-def _never_generate(step_fn, vocabulary_size: int, token_ids: set):
-    """`step_fn` with the logits of `token_ids` set to -1e9 (in float32)."""
-    allowed = np.ones((vocabulary_size,), bool)
-    allowed[sorted(token_ids)] = False
-
-    def masked_step(tokens, states, t):
-        logits, new_states, alignment = step_fn(tokens, states, t)
-        logits = ops.where(allowed, ops.cast(logits, "float32"), -1e9)
-        return logits, new_states, alignment
-
-    return masked_step
 
 
 def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
