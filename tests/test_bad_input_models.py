@@ -177,6 +177,20 @@ def test_empty_batch(model):
     assert Translator(model, max_length=4, jit_compile=False)(SRC[:0])["ids"].shape == (0, 4)
 
 
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_an_empty_batch_has_the_keys_dtypes_and_trailing_shapes_of_a_full_one(model, beam_width):
+    # One builder of empty results (decoding/results.py) for generate, Translator and export
+    # (issue 14); Translator's empty result lacked "alignments" and "normalized_scores".
+    translator = Translator(model, max_length=4, beam_width=beam_width, jit_compile=False)
+    for decode in (lambda ids: model.generate(ids, 4, beam_width), translator):
+        full = {k: _np(v) for k, v in decode(SRC).items()}
+        empty = {k: _np(v) for k, v in decode(SRC[:0]).items()}
+        assert sorted(empty) == sorted(full)
+        for key, value in full.items():
+            assert empty[key].dtype == value.dtype, key
+            assert empty[key].shape == (0, *value.shape[1:]), key
+
+
 def test_no_source_steps_is_one_padding_step(model):
     padding = np.zeros((2, 1), "int32")
     logits = _np(model({"source_ids": SRC[:, :0], "target_ids": TGT}))

@@ -8,8 +8,8 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._validation import check_rank
 from keras_attention.functional.scores import matmul
-from keras_attention.layers._call_inputs import check_rank
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.recurrent_attention import RecurrentAttention
 
@@ -77,6 +77,13 @@ class BaseAttentionCell(keras.layers.Layer):
         return list(self.attention) if isinstance(self.attention, list) else [self.attention]
 
     # ---------------------------------------------------------------- state layout
+    @property
+    def cell_state_sizes(self) -> list:
+        """The sizes of the wrapped cell's states, flat (`[h, c]` of an `LSTMCell`, `[h]` of a
+        `GRUCell`, every layer in order for `StackedRNNCells`): the first entries of
+        `state_size`, and what an initial state for the wrapped cell alone must hold."""
+        return list(self._cell_state_sizes)
+
     @property
     def cell_output_size(self) -> int:
         return int(self.cell.output_size)

@@ -10,7 +10,6 @@ made for, so that the searches can check their arguments against it.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +18,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention._validation import check_int, check_mask, is_integer
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
-from keras_attention.layers._call_inputs import check_mask
 
 __all__ = ["StepFunction", "make_step_fn"]
 
@@ -199,26 +198,7 @@ def make_step_fn(
 
 
 # ---------------------------------------------------------------- shared by the searches
-def check_int(name: str, value: Any, minimum: int | None = None) -> int:
-    """`value` as a Python int, or a `ValueError` naming the argument and the value."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"`{name}` must be an integer. Received: {name}={value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
-    return int(value)
-
-
-def check_length_penalty(value: Any, name: str = "length_penalty") -> float:
-    """A GNMT penalty weight as a finite float, or a `ValueError` naming it."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(float(value))
-    ):
-        raise ValueError(f"`{name}` must be a finite number. Received: {name}={value!r}")
-    return float(value)
-
-
+# (`check_int` is the validation floor's, `keras_attention._validation`, imported above.)
 def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start_token) -> None:
     """Check what a search gets against each other and against what the step function records
     (a `StepFunction`'s `beam_width`, `batch_size` and `input_vocabulary_size`; a plain
@@ -228,9 +208,9 @@ def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start
             "`step_fn` must be a function (tokens, state, t) -> (logits, new_state, alignment), "
             f"e.g. from make_step_fn. Received: step_fn={step_fn!r}"
         )
-    if isinstance(batch_size, numbers.Integral) and not isinstance(batch_size, bool):
+    if is_integer(batch_size):
         check_int("batch_size", batch_size, minimum=0)
-    elif isinstance(batch_size, (bool, str, bytes, numbers.Number)) or not hasattr(
+    elif isinstance(batch_size, (bool, np.bool_, str, bytes, numbers.Number)) or not hasattr(
         batch_size, "dtype"
     ):
         raise ValueError(
@@ -245,13 +225,13 @@ def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start
             f"beam_width={beam_width}"
         )
     rows = getattr(step_fn, "batch_size", None)
-    if isinstance(rows, int) and isinstance(batch_size, numbers.Integral) and rows != batch_size:
+    if is_integer(rows) and is_integer(batch_size) and rows != batch_size:
         raise ValueError(
             f"`batch_size` must be the number of memory rows `step_fn` was made with ({rows}). "
             f"Received: batch_size={batch_size}"
         )
     vocabulary = getattr(step_fn, "input_vocabulary_size", None)
-    if isinstance(vocabulary, numbers.Integral):
+    if is_integer(vocabulary):
         check_tokens({"start_token": start_token}, int(vocabulary))
 
 

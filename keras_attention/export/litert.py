@@ -89,8 +89,8 @@ def export_litert(
     """
     import tensorflow as tf
 
+    from keras_attention._validation import check_finite, check_int
     from keras_attention.decoding import beam_search
-    from keras_attention.decoding.step_fn import check_int, check_length_penalty
     from keras_attention.models import Seq2Seq, Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -114,7 +114,7 @@ def export_litert(
     max_length = check_int("max_length", max_length, minimum=1)
     beam_width = check_int("beam_width", beam_width, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    length_penalty = check_length_penalty(length_penalty)
+    length_penalty = check_finite("length_penalty", length_penalty)
     if not greedy and beam_width == 1:
         raise ValueError(
             "Nothing to export: greedy=False and beam_width=1. Received: greedy=False, beam_width=1"
