@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 from keras import ops
@@ -40,6 +40,21 @@ def get_identifier(getter: Any, name: str, value: Any) -> Any:
 
 def _is_shape(x: Any) -> bool:
     return isinstance(x, (list, tuple)) and all(d is None or isinstance(d, int) for d in x)
+
+
+class PreparedMemory(NamedTuple):
+    """A memory prepared for attention (`BaseAttention.prepare_memory`), passed to `attend`.
+
+    Attributes:
+        keys: The projected keys `[B, S, U]` (`[B, U, S]` in float32 for global dot-type
+            scores, transposed once per memory).
+        value: The values `[B, S, d_v]` the context is made from (padding zeroed).
+        mask: Boolean `[B, S]` (`True` on valid positions), or `None`.
+    """
+
+    keys: Any
+    value: Any
+    mask: Any
 
 
 class BaseAttention(keras.layers.Layer):
@@ -327,7 +342,7 @@ class BaseAttention(keras.layers.Layer):
             mask: Optional boolean `[B, S]`, `True` on valid memory positions.
 
         Returns:
-            A tuple `(keys, value, mask)` to pass to `attend`.
+            A `PreparedMemory` `(keys, value, mask)` to pass to `attend`.
         """
         mask = None if mask is None else ops.cast(mask, "bool")
         if mask is not None:  # padding may hold anything (NaN, Inf): it must not reach outputs
@@ -338,7 +353,7 @@ class BaseAttention(keras.layers.Layer):
         if self._keys_transposed():
             # Once per memory, not once per query step; in the score's float32 (mixed precision).
             keys = ops.cast(ops.transpose(keys, (0, 2, 1)), F.wide_float_dtype(keys.dtype))
-        return (keys, value, mask)
+        return PreparedMemory(keys, value, mask)
 
     def _keys_transposed(self) -> bool:
         """Whether `prepare_memory` stores the keys as `[B, d, S]` (global dot-type scores)."""
