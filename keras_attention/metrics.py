@@ -36,6 +36,8 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._validation import is_integer
+
 __all__ = ["SequenceErrorRate", "TokenErrorRate", "edit_distance", "sequence_error_rates"]
 
 
@@ -201,9 +203,9 @@ def batch_edit_distance(predictions, references, end_id: int | None = None):
 class _RateMetric(keras.metrics.Metric):
     def __init__(self, end_id: int | None = 3, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
-        if end_id is not None and (isinstance(end_id, bool) or not isinstance(end_id, int)):
+        if end_id is not None and not is_integer(end_id):
             raise ValueError(f"`end_id` must be an int or None. Received: end_id={end_id!r}")
-        self.end_id = end_id
+        self.end_id = None if end_id is None else int(end_id)
         self.errors = self.add_variable(shape=(), initializer="zeros", name="errors")
         self.total = self.add_variable(shape=(), initializer="zeros", name="total")
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from keras_attention.decoding import beam_search, greedy_search
 from keras_attention.models import Seq2Seq, Seq2SeqDecoder, Seq2SeqEncoder, Translator
 
 V_SRC, V_TGT = 13, 11
@@ -129,6 +130,41 @@ def test_out_of_vocabulary_ids_in_traced_calls_are_the_backends_business(model):
             model({"source_ids": source, "target_ids": TGT})
 
 
+def _generate_step_fn(model, memory, mask, beam_width):
+    return model.make_step_fn(memory, mask, beam_width)  # PAD and START masked, as `generate`
+
+
+def _decoder_step_fn(model, memory, mask, beam_width):
+    return model.decoder.make_step_fn(memory, mask, beam_width)  # what make_step_fn gives
+
+
+@pytest.mark.parametrize("make", [_generate_step_fn, _decoder_step_fn], ids=["generate", "plain"])
+@pytest.mark.parametrize(
+    "made_for, search, match",
+    [
+        (2, {"beam_width": 3}, r"beam_width=2\).*Received: beam_width=3"),
+        (2, {"beam_width": 1}, r"beam_width=2\).*Received: beam_width=1"),
+        (1, {"batch_size": 3}, r"memory rows .* \(2\)\. Received: batch_size=3"),
+        (1, {"start_token": V_TGT + 4}, r"\[0, 11\).*Received: start_token=15"),
+    ],
+)
+def test_the_generate_step_function_keeps_its_argument_checks(model, make, made_for, search, match):
+    # `generate`'s token-masked step function records what it was made for, as
+    # `make_step_fn`'s does, so a search given other values fails the same way (issue 14:
+    # the masking wrapper used to drop those fields, and the searches skipped their checks).
+    memory, mask, state = model.encode(SRC)
+    step_fn = make(model, memory, mask, made_for)
+    assert (step_fn.beam_width, step_fn.batch_size) == (made_for, 2)
+    assert step_fn.input_vocabulary_size == V_TGT
+    options = {"batch_size": 2, "start_token": 2, "end_token": 3, "max_length": 3, **search}
+    width = options.pop("beam_width", made_for)
+    with pytest.raises(ValueError, match=match):
+        if width == 1:
+            greedy_search(step_fn, state, **options)
+        else:
+            beam_search(step_fn, state, beam_width=width, **options)
+
+
 # ---------------------------------------------------------------- empty and padded inputs
 def test_empty_batch(model):
     assert tuple(model({"source_ids": SRC[:0], "target_ids": TGT[:0]}).shape) == (0, 3, V_TGT)
@@ -139,6 +175,22 @@ def test_empty_batch(model):
         if beam_width > 1:
             assert result["beam_ids"].shape == (0, 2, 4)
     assert Translator(model, max_length=4, jit_compile=False)(SRC[:0])["ids"].shape == (0, 4)
+
+
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_an_empty_batch_has_the_keys_dtypes_and_trailing_shapes_of_a_full_one(model, beam_width):
+    # One builder of empty results (decoding/results.py) for generate, Translator and export
+    # (issue 14); Translator's empty result lacked "alignments" and "normalized_scores".
+    # A Translator's non-empty result is generate's, as NumPy (its compiled search is not run
+    # here: tracing it costs seconds).
+    translator = Translator(model, max_length=2, beam_width=beam_width, jit_compile=False)
+    full = {k: _np(v) for k, v in model.generate(SRC, 2, beam_width).items()}
+    for empty in (model.generate(SRC[:0], 2, beam_width), translator(SRC[:0])):
+        empty = {k: _np(v) for k, v in empty.items()}
+        assert sorted(empty) == sorted(full)
+        for key, value in full.items():
+            assert empty[key].dtype == value.dtype, key
+            assert empty[key].shape == (0, *value.shape[1:]), key
 
 
 def test_no_source_steps_is_one_padding_step(model):

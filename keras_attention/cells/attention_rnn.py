@@ -8,11 +8,10 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._validation import check_flag, check_mask, check_rank, is_number
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.sampling import draw_tokens
-from keras_attention.layers._call_inputs import check_mask, check_rank
-from keras_attention.layers.base_attention import check_flag
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -325,7 +324,7 @@ def _check_sampling_probability(value: Any) -> Any:
                 f"sampling_probability with shape {tuple(value.shape)}"
             )
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    if not is_number(value) or not 0 <= value <= 1:
         raise ValueError(
             "`sampling_probability` must be None, a number in [0, 1] or a scalar "
             f"keras.Variable. Received: sampling_probability={value!r}"

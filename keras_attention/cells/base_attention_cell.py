@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 from keras import ops
 
+from keras_attention._validation import check_rank
 from keras_attention.functional.scores import matmul
-from keras_attention.layers._call_inputs import check_rank
-from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.base_attention import BaseAttention, PreparedMemory
 from keras_attention.layers.recurrent_attention import RecurrentAttention
+
+
+class CellMemory(NamedTuple):
+    """The memory as a cell's `step` takes it (`BaseAttentionCell.prepare_memory`).
+
+    Attributes:
+        attentions: One `PreparedMemory` per attention layer, in the order of `attentions`.
+        feed_kernel: The rows of a fused `LSTMCell`'s kernel that see the fed-back vector,
+            sliced once per sequence, or `None` (another cell, or not built yet).
+    """
+
+    attentions: tuple[PreparedMemory, ...]
+    feed_kernel: Any
+
+    @property
+    def value(self):
+        """The encoder outputs `[B, S, d_h]` (the first attention's values)."""
+        return self.attentions[0].value
 
 
 class BaseAttentionCell(keras.layers.Layer):
@@ -78,6 +96,13 @@ class BaseAttentionCell(keras.layers.Layer):
 
     # ---------------------------------------------------------------- state layout
     @property
+    def cell_state_sizes(self) -> list:
+        """The sizes of the wrapped cell's states, flat (`[h, c]` of an `LSTMCell`, `[h]` of a
+        `GRUCell`, every layer in order for `StackedRNNCells`): the first entries of
+        `state_size`, and what an initial state for the wrapped cell alone must hold."""
+        return list(self._cell_state_sizes)
+
+    @property
     def cell_output_size(self) -> int:
         return int(self.cell.output_size)
 
@@ -106,8 +131,8 @@ class BaseAttentionCell(keras.layers.Layer):
                 "get_initial_state(batch_size, memory) / complete_initial_state(state, "
                 "batch_size, memory) with the encoder outputs. Received: memory=None"
             )
-        if isinstance(memory, (list, tuple)):  # a memory from `prepare_memory`
-            memory = memory[0][0][1]
+        if isinstance(memory, CellMemory):  # a memory from `prepare_memory`
+            memory = memory.value
         steps = ops.shape(memory)[1]
         states = []
         for layer in self.attentions:
@@ -191,6 +216,10 @@ class BaseAttentionCell(keras.layers.Layer):
         Args:
             memory: Encoder outputs `[B, S, d_h]`.
             mask: Optional boolean `[B, S]`. Defaults to `None`.
+
+        Returns:
+            A `CellMemory`: each attention layer's `PreparedMemory` and the fused LSTM's
+            feed kernel.
         """
         self._build_attentions(tuple(memory.shape))
         feed_kernel = None
@@ -200,7 +229,7 @@ class BaseAttentionCell(keras.layers.Layer):
             extra = self._cell_input_dim(0, memory.shape[-1])
             feed_kernel = self.cell.kernel[self.cell.kernel.shape[0] - extra :]
         prepared = tuple(layer.prepare_memory(memory, None, mask) for layer in self.attentions)
-        return (prepared, feed_kernel)
+        return CellMemory(prepared, feed_kernel)
 
     def _fused_lstm(self) -> bool:
         """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
@@ -231,7 +260,7 @@ class BaseAttentionCell(keras.layers.Layer):
             h, c = cell_states
             z = inputs + matmul(h, cell.recurrent_kernel)
             if extra is not None:
-                feed_kernel = memory[1]
+                feed_kernel = memory.feed_kernel
                 if feed_kernel is None:  # memory prepared before the cell was built
                     feed_kernel = cell.kernel[cell.kernel.shape[0] - extra.shape[-1] :]
                 z = z + matmul(extra, feed_kernel)
@@ -263,7 +292,7 @@ class BaseAttentionCell(keras.layers.Layer):
         states of the layers that carry one (from `attention_states`, in the same order)."""
         positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
         results, new_states, offset = [], [], 0
-        for layer, prepared in zip(self.attentions, memory[0]):
+        for layer, prepared in zip(self.attentions, memory.attentions):
             if isinstance(layer, RecurrentAttention):
                 own = list(attention_states[offset : offset + layer.state_count])
                 offset += layer.state_count
@@ -304,7 +333,7 @@ class BaseAttentionCell(keras.layers.Layer):
         Args:
             inputs: `y_{t-1}`, `[B, d_y]` (e.g. the embedded previous token).
             states: The flat state list (see `state_size`).
-            memory: The result of `prepare_memory`.
+            memory: The `CellMemory` from `prepare_memory`.
             position: The step index t (scalar or `[B]`), used by local_monotonic attention.
                 Defaults to `None`.
             training: Whether dropout is active. Defaults to `None`.
@@ -313,7 +342,7 @@ class BaseAttentionCell(keras.layers.Layer):
             `(output [B, output_size], new_states, alignment [B, S])`.
         """
         if not self.built:
-            self.build(tuple(inputs.shape), tuple(memory[0][0][1].shape))
+            self.build(tuple(inputs.shape), tuple(memory.value.shape))
         return self.step_projected(self.project_inputs(inputs), states, memory, position, training)
 
     def step_projected(self, inputs, states, memory, position=None, training=None):

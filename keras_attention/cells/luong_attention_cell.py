@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import keras
 from keras import ops
 
+from keras_attention._validation import check_flag, is_integer
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.scores import matmul
-from keras_attention.layers.base_attention import check_flag, get_identifier
+from keras_attention.layers.base_attention import get_identifier
 
 
 def _check_units(units: Any, count: int) -> Any:
     """`units`: None, a positive int (one attention), or one positive int per attention."""
 
     def positive(value: Any) -> bool:
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+        return is_integer(value) and value >= 1
 
     if units is None:
         return None

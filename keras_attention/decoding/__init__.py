@@ -7,9 +7,10 @@ from keras_attention.decoding.beam_search import (
 )
 from keras_attention.decoding.greedy_search import greedy_search
 from keras_attention.decoding.sample_search import sample_search
-from keras_attention.decoding.step_fn import make_step_fn
+from keras_attention.decoding.step_fn import StepFunction, make_step_fn
 
 __all__ = [
+    "StepFunction",
     "beam_search",
     "gnmt_coverage_penalty",
     "gnmt_length_penalty",

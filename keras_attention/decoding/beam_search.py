@@ -7,11 +7,10 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._validation import check_finite, check_int
 from keras_attention.decoding.step_fn import (
     StepFn,
     call_step,
-    check_int,
-    check_length_penalty,
     check_search_arguments,
     check_tokens,
     search_loop,
@@ -150,8 +149,8 @@ def beam_search(
     """
     max_length = check_int("max_length", max_length, minimum=1)
     k = check_int("beam_width", beam_width, minimum=1)
-    alpha = check_length_penalty(length_penalty)
-    beta = check_length_penalty(coverage_penalty, "coverage_penalty")
+    alpha = check_finite("length_penalty", length_penalty)
+    beta = check_finite("coverage_penalty", coverage_penalty)
     if beta < 0:
         raise ValueError(
             "`coverage_penalty` must be >= 0 (a weight; 0 turns it off). Received: "

@@ -3,25 +3,114 @@
 A step function is `step_fn(tokens, state, t) -> (logits, new_state, alignment)`:
 `tokens` `[N]` int32 (the previous token of each row), `state` a nested structure of `[N, ...]`
 tensors, `t` the int32 step index (0 for the step that consumes the start token); `logits`
-`[N, V]`, `new_state` the same structure, `alignment` `[N, S]` or `None`.
+`[N, V]`, `new_state` the same structure, `alignment` `[N, S]` or `None`. Any callable with
+that protocol works; a `StepFunction` (what `make_step_fn` returns) also records what it was
+made for, so that the searches can check their arguments against it.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
+from keras_attention._validation import check_int, check_mask, is_integer
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
-from keras_attention.layers._call_inputs import check_mask
 
-__all__ = ["make_step_fn"]
+__all__ = ["StepFunction", "make_step_fn"]
 
 StepFn = Callable[[Any, Any, Any], tuple]
+
+#: The logit given to tokens a `StepFunction.never_generating` step must not produce.
+_BANNED_LOGIT = -1e9
+
+
+class StepFunction:
+    """A step function `(tokens, state, t) -> (logits, new_state, alignment)` with the facts
+    the searches check their arguments against (`check_search_arguments`).
+
+    Args:
+        fn: The step itself, any callable with the protocol above.
+        beam_width: The number of beams per row its memory was repeated for, or `None`
+            (unknown: not checked). Defaults to `None`.
+        batch_size: The number of memory rows it was made with (before the beam repeat), or
+            `None`. Defaults to `None`.
+        input_vocabulary_size: The number of token ids it accepts (its embedding's
+            `input_dim`), or `None`. Defaults to `None`.
+
+    Example:
+
+    >>> from keras import ops
+    >>> step = StepFunction(lambda tokens, state, t: (ops.zeros((2, 5)), state, None),
+    ...                     beam_width=1, batch_size=2, input_vocabulary_size=5)
+    >>> masked = step.never_generating({0, 1})
+    >>> masked.batch_size, masked.input_vocabulary_size
+    (2, 5)
+    >>> ops.convert_to_numpy(masked(ops.zeros((2,), "int32"), (), 0)[0])[0].tolist()
+    [-1000000000.0, -1000000000.0, 0.0, 0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        fn: StepFn,
+        beam_width: int | None = None,
+        batch_size: int | None = None,
+        input_vocabulary_size: int | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(
+                "`fn` must be a function (tokens, state, t) -> (logits, new_state, alignment). "
+                f"Received: fn={fn!r}"
+            )
+        self.fn = fn
+        self.beam_width = None if beam_width is None else check_int("beam_width", beam_width, 1)
+        self.batch_size = None if batch_size is None else check_int("batch_size", batch_size, 0)
+        self.input_vocabulary_size = (
+            None
+            if input_vocabulary_size is None
+            else check_int("input_vocabulary_size", input_vocabulary_size, 1)
+        )
+
+    def __call__(self, tokens, state, t):
+        return self.fn(tokens, state, t)
+
+    def never_generating(self, token_ids) -> StepFunction:
+        """The same step, with the same recorded fields, whose logits of `token_ids` are
+        −1e9 (and every logit float32): the searches never choose those tokens."""
+        banned = sorted({check_int("token_ids", i, minimum=0) for i in token_ids})
+        step = self.fn
+
+        def masked_step(tokens, state, t):
+            logits, new_state, alignment = step(tokens, state, t)
+            vocabulary = logits.shape[-1]
+            if vocabulary is None:
+                raise ValueError(
+                    "`never_generating` needs logits with a known vocabulary size. Received: "
+                    f"logits of shape {tuple(logits.shape)}"
+                )
+            if banned and banned[-1] >= vocabulary:
+                raise ValueError(
+                    f"`token_ids` must be in [0, {vocabulary}) (the logits' vocabulary). "
+                    f"Received: token_ids={banned}"
+                )
+            allowed = np.ones((vocabulary,), bool)
+            allowed[banned] = False
+            logits = ops.where(allowed, ops.cast(logits, "float32"), _BANNED_LOGIT)
+            return logits, new_state, alignment
+
+        return StepFunction(
+            masked_step, self.beam_width, self.batch_size, self.input_vocabulary_size
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"StepFunction({self.fn!r}, beam_width={self.beam_width}, "
+            f"batch_size={self.batch_size}, input_vocabulary_size={self.input_vocabulary_size})"
+        )
 
 
 def make_step_fn(
@@ -31,7 +120,7 @@ def make_step_fn(
     memory: Any,
     memory_mask: Any = None,
     beam_width: int = 1,
-) -> StepFn:
+) -> StepFunction:
     """Make a step function from a trained `embedding -> cell -> output_layer` decoder.
 
     The step is `logits = output_layer(cell.step(embedding(tokens), states, memory, t))`, the
@@ -49,7 +138,9 @@ def make_step_fn(
         beam_width: How many times to repeat each memory row. Defaults to `1`.
 
     Returns:
-        `step_fn(tokens, states, t) -> (logits, new_states, alignment)`; start it from
+        A `StepFunction` `step_fn(tokens, states, t) -> (logits, new_states, alignment)`
+        recording `beam_width`, the memory's batch size and the embedding's `input_dim`
+        (which the searches check their arguments against); start it from
         `cell.get_initial_state(B, memory)` (or the encoder's final states, completed with
         `cell.complete_initial_state(states, B, memory)`; the memory is needed only by
         monotonic and location-sensitive attention, whose previous alignment `[B, S]` is in
@@ -98,45 +189,28 @@ def make_step_fn(
         )
         return output_layer(output), new_states, alignment
 
-    # What the searches check their arguments against (see `check_search_arguments`).
-    step_fn.beam_width = beam_width
-    step_fn.batch_size = rows
-    step_fn.input_vocabulary_size = getattr(embedding, "input_dim", None)
-    return step_fn
+    return StepFunction(
+        step_fn,
+        beam_width=beam_width,
+        batch_size=rows,
+        input_vocabulary_size=getattr(embedding, "input_dim", None),
+    )
 
 
 # ---------------------------------------------------------------- shared by the searches
-def check_int(name: str, value: Any, minimum: int | None = None) -> int:
-    """`value` as a Python int, or a `ValueError` naming the argument and the value."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"`{name}` must be an integer. Received: {name}={value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
-    return int(value)
-
-
-def check_length_penalty(value: Any, name: str = "length_penalty") -> float:
-    """A GNMT penalty weight as a finite float, or a `ValueError` naming it."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(float(value))
-    ):
-        raise ValueError(f"`{name}` must be a finite number. Received: {name}={value!r}")
-    return float(value)
-
-
+# (`check_int` is the validation floor's, `keras_attention._validation`, imported above.)
 def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start_token) -> None:
-    """Check what a search gets against each other and against what `make_step_fn` recorded
-    (its `beam_width`, the memory's batch size and the embedding's vocabulary size)."""
+    """Check what a search gets against each other and against what the step function records
+    (a `StepFunction`'s `beam_width`, `batch_size` and `input_vocabulary_size`; a plain
+    function carrying attributes of those names is read the same way)."""
     if not callable(step_fn):
         raise TypeError(
             "`step_fn` must be a function (tokens, state, t) -> (logits, new_state, alignment), "
             f"e.g. from make_step_fn. Received: step_fn={step_fn!r}"
         )
-    if isinstance(batch_size, numbers.Integral) and not isinstance(batch_size, bool):
+    if is_integer(batch_size):
         check_int("batch_size", batch_size, minimum=0)
-    elif isinstance(batch_size, (bool, str, bytes, numbers.Number)) or not hasattr(
+    elif isinstance(batch_size, (bool, np.bool_, str, bytes, numbers.Number)) or not hasattr(
         batch_size, "dtype"
     ):
         raise ValueError(
@@ -151,13 +225,13 @@ def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start
             f"beam_width={beam_width}"
         )
     rows = getattr(step_fn, "batch_size", None)
-    if isinstance(rows, int) and isinstance(batch_size, numbers.Integral) and rows != batch_size:
+    if is_integer(rows) and is_integer(batch_size) and rows != batch_size:
         raise ValueError(
             f"`batch_size` must be the number of memory rows `step_fn` was made with ({rows}). "
             f"Received: batch_size={batch_size}"
         )
     vocabulary = getattr(step_fn, "input_vocabulary_size", None)
-    if isinstance(vocabulary, numbers.Integral):
+    if is_integer(vocabulary):
         check_tokens({"start_token": start_token}, int(vocabulary))
 
 

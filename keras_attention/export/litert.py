@@ -89,10 +89,9 @@ def export_litert(
     """
     import tensorflow as tf
 
+    from keras_attention._validation import check_finite, check_int
     from keras_attention.decoding import beam_search
-    from keras_attention.decoding.step_fn import check_int, check_length_penalty
     from keras_attention.models import Seq2Seq, Translator
-    from keras_attention.models.seq2seq import _never_generate
 
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError(
@@ -115,7 +114,7 @@ def export_litert(
     max_length = check_int("max_length", max_length, minimum=1)
     beam_width = check_int("beam_width", beam_width, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    length_penalty = check_length_penalty(length_penalty)
+    length_penalty = check_finite("length_penalty", length_penalty)
     if not greedy and beam_width == 1:
         raise ValueError(
             "Nothing to export: greedy=False and beam_width=1. Received: greedy=False, beam_width=1"
@@ -136,11 +135,7 @@ def export_litert(
 
     def search(source_ids, width):
         memory, memory_mask, state = model.encode(source_ids)
-        step_fn = _never_generate(
-            model.decoder.make_step_fn(memory, memory_mask, width),
-            model.target_vocabulary_size,
-            {0, model.start_id} - {model.end_id},
-        )
+        step_fn = model.make_step_fn(memory, memory_mask, width)
         result = beam_search(
             step_fn,
             state,

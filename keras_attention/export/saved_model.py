@@ -84,7 +84,8 @@ def export_saved_model(
     """
     import tensorflow as tf
 
-    from keras_attention.layers.base_attention import check_flag
+    from keras_attention._validation import check_flag
+    from keras_attention.decoding.results import BEAM_RESULT_KEYS, RESULT_KEYS, empty_search_result
     from keras_attention.models import Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -147,38 +148,23 @@ def export_saved_model(
             "The model has no weights yet: train it (or call it once) before exporting."
         )
 
-    def at_least_one_step(source_ids):
-        # An empty batch of strings tokenizes to [0, 0]; recurrent layers need one time step
-        # (an all-padding column changes nothing: padding is masked).
-        missing = tf.maximum(0, 1 - tf.shape(source_ids)[1])
-        return tf.pad(source_ids, [[0, 0], [0, missing]])
-
     def searcher(decoder, with_beams):
         def search(source_ids, seed=0):
             """The search's outputs; an empty batch gets empty outputs (the search's buffer
             scatters reject zero-size tensors)."""
-            source_ids = at_least_one_step(source_ids)
-            keys = ["ids", "scores", "lengths", "alignments"]
+            keys = list(RESULT_KEYS)
             if with_beams:
-                keys += ["beam_ids", "beam_scores", "beam_normalized_scores", "beam_lengths"]
+                keys += [key for key in BEAM_RESULT_KEYS if key != "normalized_scores"]
 
             def run():
                 result = decoder.generate(source_ids, seed)
                 return {k: result[k] for k in keys}
 
             def empty():
-                length, steps, k = tf.shape(source_ids)[1], decoder.max_length, decoder.beam_width
-                shapes = {
-                    "ids": ([0, steps], tf.int32),
-                    "scores": ([0], tf.float32),
-                    "lengths": ([0], tf.int32),
-                    "alignments": ([0, steps, length], tf.float32),
-                    "beam_ids": ([0, k, steps], tf.int32),
-                    "beam_scores": ([0, k], tf.float32),
-                    "beam_normalized_scores": ([0, k], tf.float32),
-                    "beam_lengths": ([0, k], tf.int32),
-                }
-                return {key: tf.zeros(*shapes[key]) for key in keys}
+                # S of a source with no steps is one padding step (`at_least_one_step`).
+                length = tf.maximum(tf.shape(source_ids)[1], 1)
+                result = empty_search_result(decoder.max_length, decoder.beam_width, length)
+                return {k: result[k] for k in keys}
 
             return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
 

@@ -6,8 +6,9 @@ unknown (`None`) dimensions are accepted.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
+
+from keras_attention._validation import broadcasts, check_int
 
 
 def _shape(x: Any) -> tuple:
@@ -32,13 +33,6 @@ def check_min_rank(name: str, x, rank: int) -> None:
         raise ValueError(f"`{name}` must have rank >= {rank}. Received: {name}.shape={shape}")
 
 
-def broadcasts(shape: tuple, target_shape: tuple) -> bool:
-    """Whether `shape` broadcasts to `target_shape` (right-aligned; unknown dimensions fit)."""
-    return len(shape) <= len(target_shape) and all(
-        a is None or b is None or a in (1, b) for a, b in zip(shape[::-1], target_shape[::-1])
-    )
-
-
 def check_broadcastable(name: str, x, target_name: str, target) -> None:
     """`x` broadcasts to `target` (right-aligned, known dimensions only), else a `ValueError`."""
     shape, target_shape = _shape(x), _shape(target)
@@ -50,6 +44,5 @@ def check_broadcastable(name: str, x, target_name: str, target) -> None:
 
 
 def check_radius(radius: Any, minimum: int) -> None:
-    """A window radius: a Python int >= `minimum`."""
-    if isinstance(radius, bool) or not isinstance(radius, numbers.Integral) or radius < minimum:
-        raise ValueError(f"`radius` must be an integer >= {minimum}. Received: radius={radius!r}")
+    """A window radius: an integer >= `minimum` (the validation floor's policy)."""
+    check_int("radius", radius, minimum)

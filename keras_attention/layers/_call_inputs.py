@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
-import keras
 from keras import ops
 
-from keras_attention.functional._checks import broadcasts
-
-_NUMERIC_DTYPES = ("int", "uint", "float", "bfloat")
+from keras_attention._validation import (
+    broadcasts,
+    check_mask,
+    check_rank,
+    dtype_name,
+    is_integer,
+)
 
 
 def check_list_length(layer: str, n: int) -> None:
@@ -28,60 +30,18 @@ def raise_list_and_tensors(layer: str) -> None:
     )
 
 
-def check_rank(layer: str, name: str, shape: Any, ranks: tuple) -> None:
-    if len(shape) not in ranks:
-        expected = " or ".join({2: "[batch, dim]", 3: "[batch, steps, dim]"}[r] for r in ranks)
-        raise ValueError(
-            f"`{name}` of layer {layer} must have rank {' or '.join(map(str, ranks))} "
-            f"({expected}). Received: {name}.shape={tuple(shape)}"
-        )
-
-
-def _dtype_name(x) -> str:
-    dtype = getattr(x, "dtype", None)
-    try:
-        return keras.backend.standardize_dtype(dtype)
-    except (ValueError, TypeError, AttributeError):
-        return str(dtype)
-
-
-def check_mask(name: str, mask, tensor, tensor_name: str) -> None:
-    """A mask must be boolean (or 0/1 numbers: non-zero is valid) and have the shape of
-    `tensor` without its last axis."""
-    if mask is None:
-        return
-    if not hasattr(mask, "shape"):
-        raise ValueError(f"`{name}` must be a boolean tensor or array. Received: {name}={mask!r}")
-    dtype = _dtype_name(mask)
-    if dtype != "bool" and not dtype.startswith(_NUMERIC_DTYPES):
-        raise ValueError(
-            f"`{name}` must be boolean (True on valid positions; numbers are read as "
-            f"non-zero = valid). Received: {name}.dtype={dtype}"
-        )
-    expected = tuple(tensor.shape[:-1])
-    got = tuple(mask.shape)
-    compatible = len(got) == len(expected) and all(
-        a is None or b is None or a == b for a, b in zip(got, expected)
-    )
-    if not compatible:
-        raise ValueError(
-            f"`{name}` must have the shape of `{tensor_name}` without its last axis, "
-            f"{expected}. Received: {name}.shape={got}"
-        )
-
-
 def check_positions(layer: str, positions, query_shape: Any) -> None:
     """`query_positions` must be integer and broadcast to the queries' `[B, T]` (or `[B]`)."""
     if positions is None:
         return
     if isinstance(positions, (str, bytes)) or not hasattr(positions, "shape"):
-        if isinstance(positions, numbers.Integral) and not isinstance(positions, bool):
+        if is_integer(positions):
             return
         raise ValueError(
             f"Layer {layer}: `query_positions` must be integer step indices (a tensor "
             f"[batch, steps], [batch] or a scalar). Received: query_positions={positions!r}"
         )
-    dtype = _dtype_name(positions)
+    dtype = dtype_name(positions)
     if not dtype.startswith(("int", "uint")):
         raise ValueError(
             f"Layer {layer}: `query_positions` must be integer step indices. Received: "

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import keras
 from keras import ops
 
+from keras_attention._validation import is_number
 from keras_attention.functional.monotonic import MONOTONIC_MODES, monotonic_probabilities
 from keras_attention.layers.recurrent_attention import RecurrentAttention, one_hot_start
 
 
 def _check_real(name: str, value: Any, minimum: float | None = None) -> float:
     if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
+        not is_number(value)
         or not math.isfinite(float(value))
         or (minimum is not None and value < minimum)
     ):

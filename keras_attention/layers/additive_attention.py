@@ -8,11 +8,8 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
-from keras_attention.layers.base_attention import (
-    BaseAttention,
-    check_flag,
-    default_norm_scale,
-)
+from keras_attention._validation import check_flag
+from keras_attention.layers.base_attention import BaseAttention, default_norm_scale
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

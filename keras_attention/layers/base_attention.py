@@ -10,44 +10,22 @@ from __future__ import annotations
 
 import contextvars
 import math
-import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_attention import functional as F
+from keras_attention._validation import check_flag, check_int, check_rank, is_number
 from keras_attention.layers._call_inputs import (
     check_list_length,
     check_positions,
-    check_rank,
     parse_call_inputs,
     raise_list_and_tensors,
 )
 
 _ALIGNMENTS = ("global", "local_monotonic", "local_predictive")
 _PROBABILITY_FNS = ("softmax", "hardmax")
-
-
-def _check_int(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        qualifier = "a non-negative" if minimum == 0 else "a positive"
-        raise ValueError(
-            f"`{name}` must be {qualifier} integer"
-            f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
-        )
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """A boolean argument: `True`/`False` (NumPy's too) or 0/1 (`hp.Choice([True, False])`)."""
-    if isinstance(value, (bool, np.bool_)) or (
-        isinstance(value, numbers.Integral) and value in (0, 1)
-    ):
-        return bool(value)
-    raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
 
 
 def get_identifier(getter: Any, name: str, value: Any) -> Any:
@@ -62,6 +40,21 @@ def get_identifier(getter: Any, name: str, value: Any) -> Any:
 
 def _is_shape(x: Any) -> bool:
     return isinstance(x, (list, tuple)) and all(d is None or isinstance(d, int) for d in x)
+
+
+class PreparedMemory(NamedTuple):
+    """A memory prepared for attention (`BaseAttention.prepare_memory`), passed to `attend`.
+
+    Attributes:
+        keys: The projected keys `[B, S, U]` (`[B, U, S]` in float32 for global dot-type
+            scores, transposed once per memory).
+        value: The values `[B, S, d_v]` the context is made from (padding zeroed).
+        mask: Boolean `[B, S]` (`True` on valid positions), or `None`.
+    """
+
+    keys: Any
+    value: Any
+    mask: Any
 
 
 class BaseAttention(keras.layers.Layer):
@@ -106,19 +99,15 @@ class BaseAttention(keras.layers.Layer):
                 f"`alignment` must be one of {', '.join(map(repr, _ALIGNMENTS))}. "
                 f"Received: alignment={alignment!r}"
             )
-        _check_int("window_radius", window_radius, 0)
+        check_int("window_radius", window_radius, 0)
         if alignment == "local_predictive" and window_radius < 1:
             raise ValueError(
                 "alignment='local_predictive' needs `window_radius` >= 1 (the Gaussian has "
                 f"sigma = window_radius / 2). Received: window_radius={window_radius!r}"
             )
-        _check_int("units", units, 1, allow_none=True)
-        _check_int("attention_units", attention_units, 1, allow_none=True)
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, numbers.Real)
-            or not (0.0 <= float(dropout) < 1.0)
-        ):
+        check_int("units", units, 1, allow_none=True)
+        check_int("attention_units", attention_units, 1, allow_none=True)
+        if not is_number(dropout) or not (0.0 <= float(dropout) < 1.0):
             raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
         self.probability_fn = probability_fn
         self.alignment = alignment
@@ -353,7 +342,7 @@ class BaseAttention(keras.layers.Layer):
             mask: Optional boolean `[B, S]`, `True` on valid memory positions.
 
         Returns:
-            A tuple `(keys, value, mask)` to pass to `attend`.
+            A `PreparedMemory` `(keys, value, mask)` to pass to `attend`.
         """
         mask = None if mask is None else ops.cast(mask, "bool")
         if mask is not None:  # padding may hold anything (NaN, Inf): it must not reach outputs
@@ -364,7 +353,7 @@ class BaseAttention(keras.layers.Layer):
         if self._keys_transposed():
             # Once per memory, not once per query step; in the score's float32 (mixed precision).
             keys = ops.cast(ops.transpose(keys, (0, 2, 1)), F.wide_float_dtype(keys.dtype))
-        return (keys, value, mask)
+        return PreparedMemory(keys, value, mask)
 
     def _keys_transposed(self) -> bool:
         """Whether `prepare_memory` stores the keys as `[B, d, S]` (global dot-type scores)."""

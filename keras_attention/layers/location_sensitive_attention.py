@@ -8,9 +8,9 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
+from keras_attention._validation import check_flag, check_int
 from keras_attention.functional.monotonic import location_features
 from keras_attention.layers.additive_attention import AdditiveAttention
-from keras_attention.layers.base_attention import _check_int, check_flag
 from keras_attention.layers.recurrent_attention import RecurrentAttention
 
 
@@ -109,8 +109,8 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
             kernel_constraint=kernel_constraint,
             **kwargs,
         )
-        _check_int("filters", filters, 1)
-        _check_int("kernel_size", kernel_size, 1)
+        check_int("filters", filters, 1)
+        check_int("kernel_size", kernel_size, 1)
         self.filters = int(filters)
         self.kernel_size = int(kernel_size)
         self.cumulative = check_flag("cumulative", cumulative)

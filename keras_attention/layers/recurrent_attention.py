@@ -199,7 +199,7 @@ class RecurrentAttention(BaseAttention):
                 f"Layer {self.name} is monotonic or location-sensitive, not self-attention. "
                 "Received: use_causal_mask=True"
             )
-        value = memory[1]
+        value = memory.value
         states = self.initial_attention_state(ops.shape(query)[0], ops.shape(value)[1])
         output, weights, _ = self.attend_sequence(query, memory, states, training=training)
         return output, weights

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import keras
 from keras import ops
 
+from keras_attention._validation import (
+    check_choice,
+    check_flag,
+    check_int,
+    check_probability,
+)
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
 from keras_attention.decoding import make_step_fn
 from keras_attention.layers import (
@@ -17,15 +22,7 @@ from keras_attention.layers import (
     LuongAttention,
     LuongMonotonicAttention,
 )
-from keras_attention.models._options import (
-    ATTENTION_TYPES,
-    HANDOVERS,
-    ConfigLayer,
-    choice,
-    flag,
-    non_negative_int,
-    positive_int,
-)
+from keras_attention.models._options import ATTENTION_TYPES, HANDOVERS, ConfigLayer
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -95,15 +92,15 @@ class Seq2SeqDecoder(ConfigLayer):
     ) -> None:
         super().__init__(**kwargs)
         self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
-        self.attention = choice("attention", attention, ATTENTION_TYPES)
+        self.attention = check_choice("attention", attention, ATTENTION_TYPES)
         self.score_mode = score_mode
         self.alignment = alignment
-        self.window_radius = non_negative_int("window_radius", window_radius)
+        self.window_radius = check_int("window_radius", window_radius, minimum=0)
         self.attention_dim = (
-            None if attention_dim is None else positive_int("attention_dim", attention_dim)
+            None if attention_dim is None else check_int("attention_dim", attention_dim, minimum=1)
         )
-        self.input_feeding = flag("input_feeding", input_feeding)
-        self.state_handover = choice("state_handover", state_handover, HANDOVERS)
+        self.input_feeding = check_flag("input_feeding", input_feeding)
+        self.state_handover = check_choice("state_handover", state_handover, HANDOVERS)
 
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
@@ -148,28 +145,20 @@ class Seq2SeqDecoder(ConfigLayer):
         else:
             attention_layer = AdditiveAttention(units=self.attention_dim, name="additive_attention")
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
-        scheduled_sampling_mode = choice(
+        scheduled_sampling_mode = check_choice(
             "scheduled_sampling_mode", scheduled_sampling_mode, ("sample", "argmax")
         )
-        if scheduled_sampling is not None and (
-            isinstance(scheduled_sampling, bool)
-            or not isinstance(scheduled_sampling, numbers.Real)
-            or not 0 <= scheduled_sampling <= 1
-        ):
-            raise ValueError(
-                "`scheduled_sampling` must be None or a probability in [0, 1]. Received: "
-                f"scheduled_sampling={scheduled_sampling!r}"
-            )
+        scheduled_sampling = check_probability(
+            "scheduled_sampling", scheduled_sampling, allow_none=True
+        )
         self.rnn_layer = AttentionRNN(
             self.cell,
             return_attention_scores=True,
-            sampling_probability=(
-                None if scheduled_sampling is None else float(scheduled_sampling)
-            ),
+            sampling_probability=scheduled_sampling,
             sampling_mode=scheduled_sampling_mode,
             name="attention_rnn",
         )
-        self.scheduled_sampling = self.rnn_layer._sampling
+        self.scheduled_sampling = scheduled_sampling  # (checked above: None or a float)
         self.scheduled_sampling_mode = scheduled_sampling_mode
         states_per_layer = 2 if self.rnn == "lstm" else 1
         self.bridges = []
@@ -192,7 +181,7 @@ class Seq2SeqDecoder(ConfigLayer):
         """The wrapped cells' initial states (flat) from the encoder's final states."""
         if self.state_handover == "none" or not encoder_states:
             dtype = self.cell.compute_dtype
-            return [ops.zeros((batch_size, n), dtype) for n in self.cell._cell_state_sizes]
+            return [ops.zeros((batch_size, n), dtype) for n in self.cell.cell_state_sizes]
         n = len(encoder_states)
         if self.state_handover == "copy":
             size = encoder_states[0].shape[-1]

@@ -7,7 +7,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_attention.models._options import ConfigLayer, flag
+from keras_attention._validation import check_flag
+from keras_attention.models._options import ConfigLayer
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -57,7 +58,7 @@ class Seq2SeqEncoder(ConfigLayer):
     ) -> None:
         super().__init__(**kwargs)
         self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
-        self.bidirectional = flag("bidirectional", bidirectional)
+        self.bidirectional = check_flag("bidirectional", bidirectional)
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
         )

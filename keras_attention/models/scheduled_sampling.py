@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
 import keras
+
+from keras_attention._validation import is_number
 
 __all__ = ["ScheduledSampling"]
 
@@ -129,9 +130,4 @@ class ScheduledSampling(keras.callbacks.Callback):
 
 
 def _real(value: Any, low: float, high: float) -> bool:
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, numbers.Real)
-        and math.isfinite(float(value))
-        and low <= value <= high
-    )
+    return is_number(value) and math.isfinite(float(value)) and low <= value <= high

@@ -9,12 +9,14 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention._validation import check_flag, check_int
 from keras_attention.decoding import beam_search, greedy_search, sample_search
-from keras_attention.decoding.step_fn import check_int, check_tokens
-from keras_attention.layers.base_attention import check_flag
-from keras_attention.models._options import positive_int
+from keras_attention.decoding.results import empty_search_result
+from keras_attention.decoding.step_fn import check_tokens
+from keras_attention.models._inputs import at_least_one_step, check_host_source_ids
 from keras_attention.models.decoder import Seq2SeqDecoder
 from keras_attention.models.encoder import Seq2SeqEncoder
+from keras_attention.models.translator import Translator
 
 INPUT_NAMES = ("source_ids", "target_ids")
 
@@ -126,9 +128,9 @@ class Seq2Seq(keras.Model):
                     f"Received: {name}=0"
                 )
         self.start_id, self.end_id = int(start_id), int(end_id)
-        units = positive_int("units", units)
-        encoder_units = positive_int(
-            "encoder_units", units if encoder_units is None else encoder_units
+        units = check_int("units", units, minimum=1)
+        encoder_units = check_int(
+            "encoder_units", units if encoder_units is None else encoder_units, minimum=1
         )
         self._config = {
             "source_vocabulary_size": source_vocabulary_size,
@@ -220,7 +222,7 @@ class Seq2Seq(keras.Model):
         source_ids, target_ids = _check_ids(*_split_inputs(inputs, "inputs"))
         if source_ids.shape[0] == 0:  # an empty batch: empty logits
             return ops.zeros((0, target_ids.shape[1], self.target_vocabulary_size))
-        source_ids = _at_least_one_step(source_ids)
+        source_ids = at_least_one_step(source_ids)
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         return self.decoder(
             target_ids, memory, memory_mask=memory_mask, encoder_states=states, training=training
@@ -233,12 +235,21 @@ class Seq2Seq(keras.Model):
     # ---------------------------------------------------------------- inference
     def encode(self, source_ids, training=False):
         """`(memory, memory_mask, decoder initial state)` for source ids `[B, S]`."""
-        source_ids = _at_least_one_step(ops.cast(source_ids, "int32"))
+        source_ids = at_least_one_step(ops.cast(source_ids, "int32"))
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         batch = ops.shape(source_ids)[0]
         initial = self.decoder.initial_state(states, batch)
         state = self.decoder.cell.complete_initial_state(initial, batch, memory)
         return memory, memory_mask, state
+
+    def make_step_fn(self, memory, memory_mask=None, beam_width: int = 1):
+        """The `keras_attention.decoding.StepFunction` that `generate` searches with: the
+        decoder's step (`Seq2SeqDecoder.make_step_fn`) with the padding id 0 and `start_id`
+        never generated. It keeps the beam width, batch size and vocabulary size it was made
+        for, so a search given other values raises an error naming them. Start it from the
+        state `encode` returns."""
+        step_fn = self.decoder.make_step_fn(memory, memory_mask, beam_width)
+        return step_fn.never_generating({0, self.start_id} - {self.end_id})
 
     def generate(
         self,
@@ -277,7 +288,7 @@ class Seq2Seq(keras.Model):
                 f"beam_width={beam_width}"
             )
         if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
-            source_ids = _checked_host_ids(source_ids, self.source_vocabulary_size)
+            source_ids = check_host_source_ids(source_ids, self.source_vocabulary_size)
         source_ids = ops.convert_to_tensor(source_ids)
         if len(source_ids.shape) != 2:
             raise ValueError(
@@ -287,14 +298,10 @@ class Seq2Seq(keras.Model):
         if not self.built:
             self.build({"source_ids": tuple(source_ids.shape), "target_ids": (None, None)})
         if source_ids.shape[0] == 0:
-            return _empty_result(max_length, beam_width, source_ids.shape[1])
+            return empty_search_result(max_length, beam_width, source_ids.shape[1])
         memory, memory_mask, state = self.encode(source_ids)
         batch = ops.shape(source_ids)[0]
-        step_fn = _never_generate(
-            self.decoder.make_step_fn(memory, memory_mask, beam_width),
-            self.target_vocabulary_size,
-            {0, self.start_id} - {self.end_id},
-        )
+        step_fn = self.make_step_fn(memory, memory_mask, beam_width)
         common = {
             "batch_size": batch,
             "start_token": self.start_id,
@@ -333,8 +340,6 @@ class Seq2Seq(keras.Model):
         """Strings to strings with the model's tokenizers, through a new `Translator` (which
         compiles its search on first use; `kwargs` are its arguments): keep a `Translator` for
         repeated calls. `n_best=k` returns k strings per input (see `Translator.translate`)."""
-        from keras_attention.models.translator import Translator
-
         translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
         return translator.translate(texts, n_best=n_best)
 
@@ -359,19 +364,6 @@ class Seq2Seq(keras.Model):
         return cls(**config)
 
 
-def _never_generate(step_fn, vocabulary_size: int, token_ids: set):
-    """`step_fn` with the logits of `token_ids` set to -1e9 (in float32)."""
-    allowed = np.ones((vocabulary_size,), bool)
-    allowed[sorted(token_ids)] = False
-
-    def masked_step(tokens, states, t):
-        logits, new_states, alignment = step_fn(tokens, states, t)
-        logits = ops.where(allowed, ops.cast(logits, "float32"), -1e9)
-        return logits, new_states, alignment
-
-    return masked_step
-
-
 def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
     if value is None:
         if tokenizer is None:
@@ -380,22 +372,7 @@ def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
                 "tokenizer"
             )
         value = tokenizer.vocabulary_size
-    return positive_int(name, value)
-
-
-def _checked_host_ids(ids: Any, vocabulary_size: int) -> np.ndarray:
-    """NumPy source ids checked before decoding: integers in `[0, vocabulary_size)`."""
-    ids = np.asarray(ids)
-    if ids.size and not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(
-            f"`source_ids` must be integer token ids. Received: source_ids.dtype={ids.dtype}"
-        )
-    if ids.size and (ids.min() < 0 or ids.max() >= vocabulary_size):
-        raise ValueError(
-            f"`source_ids` must be in [0, {vocabulary_size}) (the source vocabulary). "
-            f"Received ids from {ids.min()} to {ids.max()}"
-        )
-    return ids.astype("int32")
+    return check_int(name, value, minimum=1)
 
 
 def _check_ids(source_ids, target_ids) -> tuple:
@@ -414,32 +391,6 @@ def _check_ids(source_ids, target_ids) -> tuple:
             f"target_ids.shape={tuple(target_ids.shape)}"
         )
     return source_ids, target_ids
-
-
-def _at_least_one_step(source_ids):
-    """Source ids with no step (S = 0) become one padding step: an all-padding source."""
-    if source_ids.shape[1] != 0:
-        return source_ids
-    return ops.zeros((ops.shape(source_ids)[0], 1), source_ids.dtype)
-
-
-def _empty_result(max_length: int, beam_width: int, source_length) -> dict:
-    """What `generate` returns for an empty batch (the searches' keys, zero rows)."""
-    result = {
-        "ids": ops.zeros((0, max_length), "int32"),
-        "scores": ops.zeros((0,), "float32"),
-        "lengths": ops.zeros((0,), "int32"),
-        "alignments": ops.zeros((0, max_length, source_length or 0), "float32"),
-    }
-    if beam_width > 1:
-        result.update(
-            normalized_scores=ops.zeros((0,), "float32"),
-            beam_ids=ops.zeros((0, beam_width, max_length), "int32"),
-            beam_scores=ops.zeros((0, beam_width), "float32"),
-            beam_normalized_scores=ops.zeros((0, beam_width), "float32"),
-            beam_lengths=ops.zeros((0, beam_width), "int32"),
-        )
-    return result
 
 
 def _split_inputs(inputs: Any, name: str) -> tuple:

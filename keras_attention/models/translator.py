@@ -8,9 +8,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.decoding.step_fn import check_int, check_length_penalty
+from keras_attention._validation import check_finite, check_flag, check_int, is_flag
+from keras_attention.decoding.results import empty_search_result
 from keras_attention.functional.sampling import check_sampling
-from keras_attention.layers.base_attention import check_flag
+from keras_attention.models._inputs import check_host_source_ids
 
 
 class Translator:
@@ -81,17 +82,15 @@ class Translator:
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
     ) -> None:
-        from keras_attention.models.seq2seq import Seq2Seq
-
-        if not isinstance(model, Seq2Seq):
+        if not _is_seq2seq(model):
             raise TypeError(
                 f"`model` must be a keras_attention Seq2Seq model. Received: model={model!r}"
             )
         self.model = model
         self.max_length = check_int("max_length", max_length, minimum=1)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
-        self.length_penalty = check_length_penalty(length_penalty)
-        self.coverage_penalty = check_length_penalty(coverage_penalty, "coverage_penalty")
+        self.length_penalty = check_finite("length_penalty", length_penalty)
+        self.coverage_penalty = check_finite("coverage_penalty", coverage_penalty)
         if self.coverage_penalty < 0:
             raise ValueError(
                 f"`coverage_penalty` must be >= 0. Received: coverage_penalty={coverage_penalty!r}"
@@ -174,21 +173,11 @@ class Translator:
             seed = check_int("seed", seed, minimum=0)
             if seed >= 2**31:
                 raise ValueError(f"`seed` must be in [0, 2**31). Received: seed={seed}")
-        source_ids = np.asarray(source_ids)
-        if source_ids.ndim != 2 or not np.issubdtype(source_ids.dtype, np.integer):
-            raise ValueError(
-                "`source_ids` must be a [batch, length] array of integer token ids. Received: "
-                f"dtype {source_ids.dtype}, shape {source_ids.shape}"
-            )
-        vocab = self.model.source_vocabulary_size
-        if source_ids.size and (source_ids.min() < 0 or source_ids.max() >= vocab):
-            raise ValueError(
-                f"`source_ids` must be in [0, {vocab}) (the source vocabulary). Received ids "
-                f"from {source_ids.min()} to {source_ids.max()}"
-            )
+        source_ids = check_host_source_ids(source_ids, self.model.source_vocabulary_size)
         batch, length = source_ids.shape
-        if batch == 0:
-            return self._empty()
+        if batch == 0:  # the keys of a non-empty result, zero rows
+            empty = empty_search_result(self.max_length, self.beam_width, length)
+            return {k: ops.convert_to_numpy(v) for k, v in empty.items()}
         # XLA compiles one program per shape: round lengths up. Without XLA, pad only to 1.
         multiple = self.pad_to_multiple if self.jit_compile else 1
         padded = -(-max(length, 1) // multiple) * multiple
@@ -197,22 +186,6 @@ class Translator:
         result = {k: ops.convert_to_numpy(v) for k, v in self._function()(source_ids, seed).items()}
         if "alignments" in result:
             result["alignments"] = result["alignments"][..., :length]
-        return result
-
-    def _empty(self) -> dict:
-        result = {
-            "ids": np.zeros((0, self.max_length), "int32"),
-            "scores": np.zeros((0,), "float32"),
-            "lengths": np.zeros((0,), "int32"),
-        }
-        if self.beam_width > 1:
-            k = self.beam_width
-            result.update(
-                beam_ids=np.zeros((0, k, self.max_length), "int32"),
-                beam_scores=np.zeros((0, k), "float32"),
-                beam_normalized_scores=np.zeros((0, k), "float32"),
-                beam_lengths=np.zeros((0, k), "int32"),
-            )
         return result
 
     def translate(self, texts, n_best: int | None = None) -> list:
@@ -252,12 +225,21 @@ class Translator:
         return [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in strings]
 
 
+def _is_seq2seq(model: Any) -> bool:
+    """Whether `model` is a `Seq2Seq`, known by its decoding interface (this module is below
+    `seq2seq.py`, which imports it for `Seq2Seq.translate`: no import cycle)."""
+    return isinstance(model, keras.Model) and all(
+        hasattr(model, name)
+        for name in ("generate", "source_vocabulary_size", "source_tokenizer", "target_tokenizer")
+    )
+
+
 def _resolve_jit_compile(jit_compile: Any) -> bool:
     """`jit_compile` as a bool for the current backend, or an error naming the backend."""
     backend = keras.backend.backend()
     if isinstance(jit_compile, str) and jit_compile == "auto":
         return backend in ("tensorflow", "jax")
-    if not isinstance(jit_compile, (bool, np.bool_)):
+    if not is_flag(jit_compile):
         raise ValueError(
             f"`jit_compile` must be True, False or 'auto'. Received: jit_compile={jit_compile!r}"
         )

@@ -12,12 +12,6 @@ from keras_attention.text.normalize import normalize_text
 _ADAPT_BATCH = 1024
 
 
-def check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"`{name}` must be a bool. Received: {name}={value!r}")
-    return bool(value)
-
-
 def _check_string_items(name: str, items: Any) -> None:
     for index, item in enumerate(items):
         if not isinstance(item, (str, bytes)):

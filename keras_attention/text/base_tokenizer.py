@@ -8,9 +8,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.decoding.step_fn import check_int
+from keras_attention._validation import check_flag, check_int
 from keras_attention.text._inputs import (
-    check_bool,
     id_batch,
     normalized_text_dataset,
     string_batch,
@@ -50,7 +49,7 @@ class BaseTokenizer:
         max_vocabulary: int | None = None,
         min_frequency: int = 1,
     ) -> None:
-        self._lowercase = check_bool("lowercase", lowercase)
+        self._lowercase = check_flag("lowercase", lowercase)
         if max_vocabulary is not None:
             max_vocabulary = check_int(
                 "max_vocabulary", max_vocabulary, minimum=len(SPECIAL_TOKENS) + 1
@@ -176,8 +175,8 @@ class BaseTokenizer:
         """
         self._require_vocabulary()
         strings = string_batch("strings", strings)
-        add_start = check_bool("add_start", add_start)
-        add_end = check_bool("add_end", add_end)
+        add_start = check_flag("add_start", add_start)
+        add_end = check_flag("add_end", add_end)
         ragged = self._tokenize_ragged(normalize_text(strings, lowercase=self._lowercase))
         pieces = [ragged]
         if add_start:

@@ -6,8 +6,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_attention.decoding.step_fn import check_int
-from keras_attention.text._inputs import check_bool, string_batch
+from keras_attention._validation import check_flag, check_int
+from keras_attention.text._inputs import string_batch
 from keras_attention.text.base_tokenizer import BaseTokenizer
 
 __all__ = ["pairs_dataset"]
@@ -78,7 +78,7 @@ def pairs_dataset(
     sources = string_batch("sources", sources)
     targets = string_batch("targets", targets)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    shuffle = check_bool("shuffle", shuffle)
+    shuffle = check_flag("shuffle", shuffle)
     if seed is not None:
         seed = check_int("seed", seed)
     multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)

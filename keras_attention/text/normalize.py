@@ -10,6 +10,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from keras_attention._validation import check_flag
+
 __all__ = ["normalize_text"]
 
 # RE2 for exactly the characters Python's `str.isspace()` accepts: ASCII whitespace (`\s` is
@@ -44,8 +46,7 @@ def normalize_text(strings: Any, lowercase: bool = False) -> tf.Tensor:
     >>> [s.decode("utf-8") for s in out.numpy()]
     ['hello world', 'café noir']
     """
-    if not isinstance(lowercase, bool):
-        raise TypeError(f"`lowercase` must be a bool. Received: lowercase={lowercase!r}")
+    lowercase = check_flag("lowercase", lowercase)
     if not tf.is_tensor(strings):
         try:
             strings = tf.convert_to_tensor(strings, dtype=tf.string)

@@ -9,7 +9,7 @@ from typing import Any
 
 import keras_tuner
 
-from keras_attention.models._options import positive_int
+from keras_attention._validation import check_int
 from keras_attention.models.seq2seq import Seq2Seq
 
 __all__ = ["search_space"]
@@ -97,7 +97,7 @@ def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any
     """
     if not isinstance(hp, keras_tuner.HyperParameters):
         raise TypeError(f"`hp` must be a keras_tuner.HyperParameters. Received: hp={hp!r}")
-    _check_fixed(fixed)
+    check_fixed(fixed)
     values: dict[str, Any] = {}
 
     def tuned(name: str, register: Callable[[], Any]) -> Any:
@@ -137,7 +137,7 @@ def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any
     return {name: value for name, value in values.items() if value is not None}
 
 
-def _check_fixed(fixed: dict[str, Any], argument: str = "fixed") -> None:
+def check_fixed(fixed: dict[str, Any], argument: str = "fixed") -> None:
     """A `ValueError` naming the keys of `fixed` that are not `Seq2Seq` arguments."""
     unknown = sorted(set(fixed) - set(_SEQ2SEQ_ARGUMENTS))
     if unknown:
@@ -147,7 +147,7 @@ def _check_fixed(fixed: dict[str, Any], argument: str = "fixed") -> None:
         )
     for name in ("units", "encoder_units"):
         if fixed.get(name) is not None:
-            positive_int(name, fixed[name])
+            check_int(name, fixed[name], minimum=1)
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ import keras
 import keras_tuner
 
 from keras_attention.models.seq2seq import Seq2Seq
-from keras_attention.tuning.search_spaces import _check_fixed, search_space
+from keras_attention.tuning.search_spaces import check_fixed, search_space
 
 __all__ = ["Seq2SeqHyperModel"]
 
@@ -90,7 +90,7 @@ class Seq2SeqHyperModel(keras_tuner.HyperModel):
                 f"Pass {', '.join(own)} as arguments of Seq2SeqHyperModel, not in `fixed`. "
                 f"Received: fixed with keys {sorted(fixed)}"
             )
-        _check_fixed({key: value for key, value in fixed.items() if key != "learning_rate"})
+        check_fixed({key: value for key, value in fixed.items() if key != "learning_rate"})
         if jit_compile not in (True, False, "auto"):
             raise ValueError(
                 "`jit_compile` must be True, False or 'auto'. Received: "

@@ -331,3 +331,24 @@ def test_bad_probability_fn_is_named(kwargs, message):
     if "alignment" not in kwargs:
         with pytest.raises(ValueError, match=message):
             AdditiveAttention(**kwargs)
+
+
+def test_prepared_memory_is_a_named_type():
+    # Issue 14: "memory" was the encoder tensor, `(keys, value, mask)` and
+    # `((keys, value, mask), feed_kernel)`; the prepared forms are named types (still tuples).
+    from keras_attention.cells.base_attention_cell import CellMemory
+    from keras_attention.layers.base_attention import PreparedMemory
+
+    memory = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
+    mask = np.array([[True, True, False], [True, True, True]])
+    layers = [LuongAttention("concat", units=5), LuongAttention("dot")]
+    cell = LuongAttentionCell(keras.layers.LSTMCell(4), layers, units=[4, 4])
+    prepared = cell.prepare_memory(keras.ops.convert_to_tensor(memory), mask)
+    assert isinstance(prepared, CellMemory) and len(prepared.attentions) == 2
+    assert all(isinstance(p, PreparedMemory) for p in prepared.attentions)
+    expected = np.where(mask[..., None], memory, 0.0)  # padding zeroed
+    np.testing.assert_array_equal(to_numpy(prepared.value), expected)
+    np.testing.assert_array_equal(to_numpy(prepared.attentions[1].mask), mask)
+    keys, value, _ = prepared.attentions[0]  # unpacks as the tuple it was
+    assert tuple(keys.shape) == (2, 3, 5) and value is prepared.value  # concat: [B, S, U]
+    assert tuple(prepared.attentions[1].keys.shape) == (2, 4, 3)  # dot: [B, d, S], once

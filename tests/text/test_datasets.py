@@ -114,7 +114,7 @@ def test_accepts_arrays_and_tensors():
         ({"targets": ["a"]}, ValueError, "len(sources)=5, len(targets)=1"),
         ({"sources": [], "targets": []}, ValueError, "must not be empty"),
         ({"batch_size": 0}, ValueError, "batch_size=0"),
-        ({"shuffle": "yes"}, TypeError, "shuffle='yes'"),
+        ({"shuffle": "yes"}, ValueError, "shuffle='yes'"),
         ({"seed": 1.5}, ValueError, "seed=1.5"),
         ({"pad_to_multiple": 0}, ValueError, "pad_to_multiple=0"),
         ({"sources": "ab"}, TypeError, "sources='ab'"),

@@ -64,7 +64,7 @@ def test_graph_uses_core_ops_only():
 
 
 def test_bad_arguments():
-    with pytest.raises(TypeError, match="lowercase='yes'"):
+    with pytest.raises(ValueError, match="lowercase='yes'"):
         normalize_text(["a"], lowercase="yes")
     with pytest.raises(TypeError, match="strings"):
         normalize_text(tf.constant([1, 2]))

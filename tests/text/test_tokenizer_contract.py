@@ -90,7 +90,7 @@ CONSTRUCTOR_ERRORS = [
     ({"max_vocabulary": 2.5}, ValueError, "max_vocabulary=2.5"),
     ({"min_frequency": 0}, ValueError, "min_frequency=0"),
     ({"min_frequency": None}, ValueError, "min_frequency=None"),
-    ({"lowercase": "yes"}, TypeError, "lowercase='yes'"),
+    ({"lowercase": "yes"}, ValueError, "lowercase='yes'"),  # the one flag policy (issue 14)
     ({"vocabulary": "abc"}, TypeError, "vocabulary='abc'"),
     ({"vocabulary": ["a", 3]}, TypeError, "vocabulary[1]=3"),
     ({"vocabulary": ["a", "[UNK]"]}, ValueError, "vocabulary[1]='[UNK]'"),
@@ -149,8 +149,8 @@ def call_errors():
         (lambda t: t.tokenize([["a"]]), TypeError, "strings[0]=['a']"),
         (lambda t: t.tokenize(tf.constant([["a"]])), ValueError, "strings with shape (1, 1)"),
         (lambda t: t.tokenize(tf.constant([1])), TypeError, "strings with dtype"),
-        (lambda t: t.tokenize(["a"], add_start=1), TypeError, "add_start=1"),
-        (lambda t: t.tokenize(["a"], add_end="no"), TypeError, "add_end='no'"),
+        (lambda t: t.tokenize(["a"], add_start=2), ValueError, "add_start=2"),  # 0/1 are flags
+        (lambda t: t.tokenize(["a"], add_end="no"), ValueError, "add_end='no'"),
         (lambda t: t.detokenize(np.zeros(3, int)), ValueError, "ids with shape (3,)"),
         (lambda t: t.detokenize(np.zeros((1, 2, 3), int)), ValueError, "ids with shape (1, 2, 3)"),
         (lambda t: t.detokenize(np.zeros((1, 2))), TypeError, "(dtype float64)"),
