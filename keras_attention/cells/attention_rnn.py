@@ -11,7 +11,7 @@ from keras import ops
 from keras_attention._validation import check_flag, check_mask, check_rank, is_number
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.loops import time_loop
-from keras_attention.functional.sampling import draw_tokens
+from keras_attention.functional.sampling import argmax_tokens, draw_tokens
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -311,7 +311,7 @@ class _ScheduledSampler:
         """The token drawn from this step's prediction (no gradient flows into the draw)."""
         logits = ops.cast(self.output_layer(ops.stop_gradient(output)), "float32")
         if self.draws is None:
-            return ops.cast(ops.argmax(logits, axis=-1), "int32")
+            return argmax_tokens(logits)
         return draw_tokens(logits, ops.take(self.draws, t, axis=0))
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._validation import check_int
 from keras_attention.decoding.step_fn import (
     StepFn,
     call_step,
-    check_int,
     check_search_arguments,
     check_tokens,
     search_loop,

@@ -7,10 +7,10 @@ from typing import Any
 
 from keras import ops
 
+from keras_attention._validation import check_int
 from keras_attention.decoding.greedy_search import one_path_search
 from keras_attention.decoding.step_fn import (
     StepFn,
-    check_int,
     check_search_arguments,
     check_tokens,
 )

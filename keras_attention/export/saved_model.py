@@ -130,6 +130,7 @@ def export_saved_model(
             temperature=temperature,
             top_k=top_k,
             top_p=top_p,
+            jit_compile=jit_compile,  # traced below with this flag: it picks the top-k method
         )
     path = os.fspath(path)
     if os.path.exists(path):

@@ -263,12 +263,14 @@ class Seq2Seq(keras.Model):
         top_k: int | None = None,
         top_p: float | None = None,
         seed: Any = None,
+        top_k_method: str = "auto",
     ) -> dict:
         """Decode source ids `[B, S]` (0 = padding) to target ids.
 
         Greedy search when `beam_width == 1`, beam search with the GNMT length and coverage
         penalties when it is more, sampling (`sample=True`, with `temperature`, `top_k`,
-        `top_p` and `seed` as in `keras_attention.decoding.sample_search`) instead of greedy.
+        `top_p`, `seed` and `top_k_method` as in `keras_attention.decoding.sample_search`)
+        instead of greedy.
         The padding id 0 and `start_id` are never generated (their logits are masked: 0 in the
         output means "after the end"). Traceable: `Translator` runs it under
         `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
@@ -312,7 +314,7 @@ class Seq2Seq(keras.Model):
         if sample:
             result = sample_search(
                 step_fn, state, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                **common,
+                top_k_method=top_k_method, **common,
             )  # fmt: skip
         elif beam_width == 1:
             result = greedy_search(step_fn, state, **common)

@@ -126,7 +126,17 @@ class Translator:
             top_k=self.top_k,
             top_p=self.top_p,
             seed=seed,
+            top_k_method=self.top_k_method,
         )
+
+    @property
+    def top_k_method(self) -> str:
+        """How sampling finds its top-k cut: by `ops.top_k` on TensorFlow without XLA (TF's
+        TopKV2 kernel is a fast partial sort; XLA on CPU makes it a full sort, so with XLA
+        the cut is found by bisection), else `sample_search`'s `"auto"`."""
+        if keras.backend.backend() == "tensorflow" and not self.jit_compile:
+            return "sort"
+        return "auto"
 
     def _function(self):
         if self._compiled is None:

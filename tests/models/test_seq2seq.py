@@ -372,3 +372,18 @@ def test_generate_and_n_best_argument_checks():
     assert np.all(np.diff(result["beam_normalized_scores"], axis=1) <= 1e-6)
     empty = translator(np.zeros((0, 5), "int32"))
     assert empty["beam_ids"].shape == (0, 2, 4)
+
+
+def test_translator_picks_the_top_k_method_of_its_compiler():
+    """TF without XLA: ops.top_k (TF's TopKV2 is a partial sort); with XLA, or elsewhere: the
+    search's "auto" (bisection on TensorFlow, where XLA makes ops.top_k a full sort)."""
+    import keras
+
+    from keras_attention.models import Translator
+
+    model = Seq2Seq(12, 9, units=8)
+    plain = Translator(model, max_length=3, sample=True, top_k=2, jit_compile=False)
+    expected = "sort" if keras.backend.backend() == "tensorflow" else "auto"
+    assert plain.top_k_method == expected
+    if keras.backend.backend() in ("tensorflow", "jax"):
+        assert Translator(model, max_length=3, sample=True, jit_compile=True).top_k_method == "auto"
