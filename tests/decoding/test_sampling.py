@@ -108,24 +108,26 @@ def test_draws_are_independent_across_steps_and_rows():
     assert abs(agree_rows - (p**2).sum()) < 5 * sigma
 
 
+def _lowbias32(x):
+    """The lowbias32 integer hash (C. Wellons) in NumPy uint32 arithmetic."""
+    x = x.astype(np.uint32)
+    x ^= x >> np.uint32(16)
+    x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
+    x ^= x >> np.uint32(15)
+    x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
+    return x ^ (x >> np.uint32(16))
+
+
 def test_step_uniforms_are_the_documented_hash():
     """`step_uniforms` against a NumPy uint32 transcription of lowbias32."""
 
-    def mix(x):
-        x = x.astype(np.uint32)
-        x ^= x >> np.uint32(16)
-        x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
-        x ^= x >> np.uint32(15)
-        x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
-        return x ^ (x >> np.uint32(16))
-
     with np.errstate(over="ignore"):
         for seed, t in ((0, 0), (12345, 3), (2**32 - 1, 41)):
-            key = mix(np.array([seed], np.uint64) & 0xFFFFFFFF)
-            step = mix(
+            key = _lowbias32(np.array([seed], np.uint64) & 0xFFFFFFFF)
+            step = _lowbias32(
                 ((key.astype(np.uint64) + np.uint64(t * 0x9E3779B9)) & 0xFFFFFFFF).astype(np.uint32)
             )
-            bits = mix(
+            bits = _lowbias32(
                 ((step.astype(np.uint64) + np.arange(7, dtype=np.uint64)) & 0xFFFFFFFF).astype(
                     np.uint32
                 )
@@ -306,21 +308,13 @@ def test_gumbel_tokens_is_the_argmax_of_the_perturbed_kept_logits():
 def test_token_uniforms_are_the_documented_hash():
     """`token_uniforms` against a NumPy uint32 transcription (row keys, then one hash a token)."""
 
-    def mix(x):
-        x = x.astype(np.uint32)
-        x ^= x >> np.uint32(16)
-        x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
-        x ^= x >> np.uint32(15)
-        x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
-        return x ^ (x >> np.uint32(16))
-
     add = lambda a, b: ((a.astype(np.uint64) + b) & 0xFFFFFFFF).astype(np.uint32)  # noqa: E731
     with np.errstate(over="ignore"):
         seed, t = 2**31 + 5, 9
-        key = mix(np.array([seed], np.uint64) & 0xFFFFFFFF)
-        step = mix(add(key, np.uint64(t * 0x9E3779B9 & 0xFFFFFFFF)))
-        rows = mix(add(step, np.arange(3, dtype=np.uint64)))
-        bits = mix(add(rows[:, None], np.arange(5, dtype=np.uint64)[None, :]))
+        key = _lowbias32(np.array([seed], np.uint64) & 0xFFFFFFFF)
+        step = _lowbias32(add(key, np.uint64(t * 0x9E3779B9 & 0xFFFFFFFF)))
+        rows = _lowbias32(add(step, np.arange(3, dtype=np.uint64)))
+        bits = _lowbias32(add(rows[:, None], np.arange(5, dtype=np.uint64)[None, :]))
         expected = ((bits >> np.uint32(9)).astype(np.float64) + 0.5) / 2**23
     np.testing.assert_array_equal(
         to_numpy(token_uniforms(seed, t, 3, 5)), expected.astype("float32")
