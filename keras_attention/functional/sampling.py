@@ -232,11 +232,11 @@ def filter_logits(
     """float32 `log_probs / temperature` with the tokens outside the top-k and then outside
     the nucleus of the renormalised remainder set to a very low finite value (-3e38).
 
-    Sort-free (thresholds found by bisection: `top_k_threshold`, `nucleus_threshold`), so it
-    costs a few dozen elementwise passes over V instead of a sort, which XLA on CPU makes
-    slow. Ties at a boundary are all kept: a top-k filter keeps every token whose logit equals
-    the k-th largest, so the kept set does not depend on token order (`ops.top_k` would keep
-    the lowest ids). Tokens more than 104 below a row's largest logit (probability exactly
+    The cuts are thresholds (`top_k_threshold`, `nucleus_threshold`) found by bisection, a
+    few dozen elementwise passes over V instead of the sort XLA on CPU makes of `ops.top_k`;
+    the top-k one may instead come from `ops.top_k` (`top_k_method`). Ties at a boundary are
+    all kept: a top-k filter keeps every token whose logit equals the k-th largest, so the
+    kept set does not depend on token order (`ops.top_k` alone would keep the lowest ids). Tokens more than 104 below a row's largest logit (probability exactly
     zero in float32 after the temperature) are always filtered.
 
     Args:
