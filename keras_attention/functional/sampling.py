@@ -236,8 +236,9 @@ def filter_logits(
     few dozen elementwise passes over V instead of the sort XLA on CPU makes of `ops.top_k`;
     the top-k one may instead come from `ops.top_k` (`top_k_method`). Ties at a boundary are
     all kept: a top-k filter keeps every token whose logit equals the k-th largest, so the
-    kept set does not depend on token order (`ops.top_k` alone would keep the lowest ids). Tokens more than 104 below a row's largest logit (probability exactly
-    zero in float32 after the temperature) are always filtered.
+    kept set does not depend on token order (`ops.top_k` alone would keep the lowest ids).
+    Tokens more than 104 below a row's largest logit (probability exactly zero in float32
+    after the temperature) are always filtered.
 
     Args:
         log_probs: `[N, V]` logits or log-probabilities.
