@@ -16,6 +16,7 @@ import math
 import numbers
 from typing import Any
 
+import keras
 from keras import ops
 
 __all__ = [
@@ -107,8 +108,9 @@ def _count(keep):
 def _bisect(z, lo, hi, measure, goal, finished, resolution, max_iterations: int = 64):
     """The threshold search shared by top-k and the nucleus, without sorting.
 
-    Per row, `[lo, hi)` brackets the cut: `measure(z >= lo) >= goal` and `measure(z >= hi) <
-    goal`, `measure` non-increasing in the threshold (a count, or a probability mass). Each
+    Per row, `[lo, hi)` brackets the cut: `measure(z >= lo, count) >= goal` and
+    `measure(z >= hi, count) < goal`, where `measure(keep, count)` is non-increasing in the
+    threshold (the count of kept logits itself, or their probability mass). Each
     step halves the bracket in value space (one compare-and-sum pass over V); a row stops when
     `finished(count(z >= lo), count(z >= hi))` says its kept set is decided, or when its
     bracket is narrower than `resolution` (`[N, 1]`): then the logits left in `[lo, hi)` are
@@ -125,9 +127,9 @@ def _bisect(z, lo, hi, measure, goal, finished, resolution, max_iterations: int 
     def body(i, lo, hi, c_lo, c_hi, done):
         mid = 0.5 * lo + 0.5 * hi
         keep = z >= mid
-        ok = measure(keep) >= goal
-        stuck = ops.logical_or(hi - lo <= resolution, ops.logical_or(mid <= lo, mid >= hi))
         c = _count(keep)
+        ok = measure(keep, c) >= goal
+        stuck = ops.logical_or(hi - lo <= resolution, ops.logical_or(mid <= lo, mid >= hi))
         new_lo, new_hi = ops.where(ok, mid, lo), ops.where(ok, hi, mid)
         new_c_lo, new_c_hi = ops.where(ok, c, c_lo), ops.where(ok, c_hi, c)
         new_done = ops.logical_or(stuck, finished(new_c_lo, new_c_hi))
@@ -168,8 +170,6 @@ def resolve_top_k_method(method: Any) -> str:
             f"`top_k_method` must be one of {TOP_K_METHODS}. Received: top_k_method={method!r}"
         )
     if method == "auto":
-        import keras
-
         return "bisection" if keras.backend.backend() == "tensorflow" else "sort"
     return method
 
@@ -193,7 +193,7 @@ def top_k_threshold(z, k: int, method: str = "bisection"):
         z,
         floor,
         _ceiling(top),
-        lambda keep: _count(keep),
+        lambda keep, count: count,
         k,
         lambda c_lo, c_hi: c_lo <= k,  # exactly k kept (or fewer tokens than k have mass)
         _resolution(top),
@@ -215,7 +215,9 @@ def nucleus_threshold(z, top_p: float, lowest=None):
         z,
         floor,
         _ceiling(top),
-        lambda keep: ops.sum(ops.where(keep, weights, ops.zeros_like(weights)), -1, keepdims=True),
+        lambda keep, count: ops.sum(
+            ops.where(keep, weights, ops.zeros_like(weights)), -1, keepdims=True
+        ),
         goal,
         lambda c_lo, c_hi: c_lo - c_hi <= 1,  # one logit left in [lo, hi): the boundary token
         _resolution(top),
@@ -416,10 +418,7 @@ def step_uniforms(seed: Any, t: Any, rows: int | Any):
     Returns:
         float32 `[rows]`.
     """
-    key = _mix(seed_tensor(seed))
-    step = _mix(key + ops.multiply(ops.cast(t, "int32"), ops.convert_to_tensor(_GOLDEN, "int32")))
-    bits = _mix(step + ops.arange(rows, dtype="int32"))
-    return (ops.cast(_shift_right(bits, 9), "float32") + 0.5) * (1.0 / (1 << 23))
+    return _uniforms(_row_keys(seed, t, rows))
 
 
 def token_uniforms(seed: Any, t: Any, rows: int | Any, vocab: int | Any):
@@ -437,9 +436,17 @@ def token_uniforms(seed: Any, t: Any, rows: int | Any, vocab: int | Any):
     Returns:
         float32 `[rows, vocab]`.
     """
+    tokens = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
+    return _uniforms(_mix(ops.expand_dims(_row_keys(seed, t, rows), -1) + tokens))
+
+
+def _row_keys(seed, t, rows):
+    """int32 `[rows]`: `hash(hash(hash(seed) + t * φ) + row)`, the per-row keys of step `t`."""
     key = _mix(seed_tensor(seed))
     step = _mix(key + ops.multiply(ops.cast(t, "int32"), ops.convert_to_tensor(_GOLDEN, "int32")))
-    row_keys = _mix(step + ops.arange(rows, dtype="int32"))
-    tokens = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
-    bits = _mix(ops.expand_dims(row_keys, -1) + tokens)
+    return _mix(step + ops.arange(rows, dtype="int32"))
+
+
+def _uniforms(bits):
+    """Hashed int32 bits as float32 uniforms `((bits >> 9) + 0.5) / 2**23`, in (0, 1)."""
     return (ops.cast(_shift_right(bits, 9), "float32") + 0.5) * (1.0 / (1 << 23))
