@@ -8,7 +8,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_attention._validation import check_flag, check_mask, check_rank, is_number
+from keras_attention._validation import check_flag, check_mask, check_rank, is_integer, is_number
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.sampling import argmax_tokens, draw_tokens
@@ -51,6 +51,10 @@ class AttentionRNN(keras.layers.Layer):
             Defaults to `None` (off: no weight, always teacher forcing).
         sampling_mode: `"sample"` or `"argmax"`: how the fed-back token is chosen. Defaults
             to `"sample"`.
+        sampling_excluded_tokens: Token ids the scheduled sampler never feeds back (their
+            logits are set to `-inf` before the draw or the argmax), e.g. `[PAD]` and
+            `[START]`, which a decoder never predicts in a target. `Seq2Seq` excludes its
+            padding id 0 and its `start_id`. Defaults to `None` (none excluded).
         seed: Seed of the scheduled-sampling draws. Defaults to `None`.
         **kwargs: Base layer arguments.
 
@@ -93,6 +97,7 @@ class AttentionRNN(keras.layers.Layer):
         sampling_probability: Any = None,
         sampling_mode: str = "sample",
         seed: int | None = None,
+        sampling_excluded_tokens: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -115,6 +120,7 @@ class AttentionRNN(keras.layers.Layer):
                 f"sampling_mode={sampling_mode!r}"
             )
         self.sampling_mode = sampling_mode
+        self.sampling_excluded_tokens = _check_excluded_tokens(sampling_excluded_tokens)
         self.seed = seed
         self.sampling_probability = None  # the weight (or the variable given), see `build`
         if self._sampling is not None:
@@ -238,7 +244,13 @@ class AttentionRNN(keras.layers.Layer):
                 (steps, batch), minval=2.0**-24, maxval=1.0, seed=self.seed_generator
             )
         return _ScheduledSampler(
-            self.cell, embedding, output_layer, coins, draws, self.sampling_probability
+            self.cell,
+            embedding,
+            output_layer,
+            coins,
+            draws,
+            self.sampling_probability,
+            self.sampling_excluded_tokens,
         )
 
     def _no_steps(self, batch, memory_steps, states, last):
@@ -283,6 +295,8 @@ class AttentionRNN(keras.layers.Layer):
                 sampling_mode=self.sampling_mode,
                 seed=self.seed,
             )
+            if self.sampling_excluded_tokens:  # (absent: older configs stay identical)
+                config["sampling_excluded_tokens"] = list(self.sampling_excluded_tokens)
         return config
 
     @classmethod
@@ -295,10 +309,11 @@ class AttentionRNN(keras.layers.Layer):
 class _ScheduledSampler:
     """What one scheduled-sampling call of `AttentionRNN` feeds at each step."""
 
-    def __init__(self, cell, embedding, output_layer, coins, draws, probability):
+    def __init__(self, cell, embedding, output_layer, coins, draws, probability, excluded=()):
         self.cell, self.embedding, self.output_layer = cell, embedding, output_layer
         self.coins, self.draws = coins, draws
         self.probability = ops.cast(probability, "float32")
+        self.excluded = tuple(excluded)
 
     def choose_input(self, t, x_t, fed_back):
         """`x_t` (the projected ground truth) or, where the coin says so (never at t = 0), the
@@ -310,9 +325,30 @@ class _ScheduledSampler:
     def next_token(self, t, output):
         """The token drawn from this step's prediction (no gradient flows into the draw)."""
         logits = ops.cast(self.output_layer(ops.stop_gradient(output)), "float32")
+        if self.excluded:
+            vocabulary = ops.shape(logits)[-1]
+            ids = ops.arange(vocabulary, dtype="int32")
+            excluded = ops.zeros((vocabulary,), "bool")
+            for token in self.excluded:
+                excluded = ops.logical_or(excluded, ops.equal(ids, token))
+            logits = ops.where(excluded, float("-inf"), logits)
         if self.draws is None:
             return argmax_tokens(logits)
         return draw_tokens(logits, ops.take(self.draws, t, axis=0))
+
+
+def _check_excluded_tokens(value: Any) -> tuple:
+    """`None` or a list of distinct non-negative token ids, as a sorted tuple."""
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple, set, frozenset)) and all(
+        is_integer(token) and token >= 0 for token in value
+    ):
+        return tuple(sorted({int(token) for token in value}))
+    raise ValueError(
+        "`sampling_excluded_tokens` must be None or a list of non-negative token ids. "
+        f"Received: sampling_excluded_tokens={value!r}"
+    )
 
 
 def _check_sampling_probability(value: Any) -> Any:

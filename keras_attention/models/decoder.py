@@ -62,6 +62,9 @@ class Seq2SeqDecoder(ConfigLayer):
             `AttentionRNN(sampling_probability=...)`; the embedding and the projection feed
             the model's own tokens back in training). Defaults to `None` (off).
         scheduled_sampling_mode: `"sample"` or `"argmax"`. Defaults to `"sample"`.
+        scheduled_sampling_excluded_tokens: Target ids scheduled sampling never feeds back
+            (`AttentionRNN(sampling_excluded_tokens=...)`). Defaults to `None`; `Seq2Seq`
+            passes its padding id 0 and its `start_id`.
         **kwargs: Base layer arguments.
     """
 
@@ -69,6 +72,7 @@ class Seq2SeqDecoder(ConfigLayer):
         "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "attention",
         "score_mode", "alignment", "window_radius", "attention_dim", "input_feeding",
         "state_handover", "dropout", "scheduled_sampling", "scheduled_sampling_mode",
+        "scheduled_sampling_excluded_tokens",
     )  # fmt: skip
 
     def __init__(
@@ -88,6 +92,7 @@ class Seq2SeqDecoder(ConfigLayer):
         dropout: float = 0.0,
         scheduled_sampling: float | None = None,
         scheduled_sampling_mode: str = "sample",
+        scheduled_sampling_excluded_tokens: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -156,8 +161,10 @@ class Seq2SeqDecoder(ConfigLayer):
             return_attention_scores=True,
             sampling_probability=scheduled_sampling,
             sampling_mode=scheduled_sampling_mode,
+            sampling_excluded_tokens=scheduled_sampling_excluded_tokens,
             name="attention_rnn",
         )
+        self.scheduled_sampling_excluded_tokens = list(self.rnn_layer.sampling_excluded_tokens)
         self.scheduled_sampling = scheduled_sampling  # (checked above: None or a float)
         self.scheduled_sampling_mode = scheduled_sampling_mode
         states_per_layer = 2 if self.rnn == "lstm" else 1

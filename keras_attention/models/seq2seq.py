@@ -62,7 +62,8 @@ class Seq2Seq(keras.Model):
         end_id: The id that ends a target. Defaults to `3`.
         scheduled_sampling: Train with scheduled sampling (Bengio et al., 2015): the initial
             probability in [0, 1] of feeding the decoder its own sampled previous token
-            instead of the ground truth (`AttentionRNN(sampling_probability=...)`), changed
+            instead of the ground truth (`AttentionRNN(sampling_probability=...)`; never
+            the padding id 0 nor `start_id`, which a target does not hold), changed
             between epochs by the `ScheduledSampling` callback. Teacher-forced evaluation and
             decoding are unaffected. Defaults to `None` (off).
         scheduled_sampling_mode: `"sample"` (from the softmax) or `"argmax"`. Defaults to
@@ -193,6 +194,8 @@ class Seq2Seq(keras.Model):
             dropout=dropout,
             scheduled_sampling=scheduled_sampling,
             scheduled_sampling_mode=scheduled_sampling_mode,
+            # The sampler feeds back what a target can hold: never [PAD] nor [START].
+            scheduled_sampling_excluded_tokens=sorted({0, self.start_id} - {self.end_id}),
             name="decoder",
         )
 

@@ -36,9 +36,15 @@ def decoder():
     return cell, embedding, dense, ids, memory
 
 
-def _run(decoder, p, mode="argmax", **call):
+def _run(decoder, p, mode="argmax", sampling_excluded_tokens=None, **call):
     cell, embedding, dense, ids, memory = decoder
-    rnn = AttentionRNN(cell, sampling_probability=p, sampling_mode=mode, seed=3)
+    rnn = AttentionRNN(
+        cell,
+        sampling_probability=p,
+        sampling_mode=mode,
+        seed=3,
+        sampling_excluded_tokens=sampling_excluded_tokens,
+    )
     kwargs = {"training": True, "embedding": embedding, "output_layer": dense, **call}
     return to_numpy(rnn(embedding(ids), memory, **kwargs)), rnn
 
@@ -88,6 +94,54 @@ def test_sampled_mode_is_seeded_and_mixes_at_intermediate_probability(decoder):
         )
 
 
+def _hand_loop(decoder, excluded=()):
+    """p = 1, argmax: the argmax of step t - 1 over the ids not `excluded` feeds step t."""
+    cell, embedding, dense, ids, memory = decoder
+    prepared = cell.prepare_memory(ops.convert_to_tensor(memory))
+    states = cell.get_initial_state(B)
+    token, expected, fed = ids[:, 0], [], []
+    for t in range(T):
+        output, states, _ = cell.step(embedding(token), states, prepared, position=t)
+        expected.append(to_numpy(output))
+        logits = to_numpy(dense(output)).astype("float64")
+        logits[:, list(excluded)] = -np.inf
+        token = logits.argmax(-1).astype("int32")
+        fed.append(token)
+    return np.stack(expected, 1), np.stack(fed[:-1], 1)
+
+
+def test_excluded_tokens_are_never_fed_back(decoder):
+    """The argmax over the other ids (hand loop with -inf logits), never an excluded id."""
+    _, fed = _hand_loop(decoder)
+    # Exclude what the unrestricted argmax feeds most often, so the outputs must change.
+    values, counts = np.unique(fed, return_counts=True)
+    excluded = (0, int(values[counts.argmax()]))
+    expected, fed = _hand_loop(decoder, excluded)
+    assert not np.isin(fed, excluded).any()
+    outputs, rnn = _run(decoder, 1.0, "argmax", sampling_excluded_tokens=list(excluded)[::-1])
+    assert rnn.sampling_excluded_tokens == tuple(sorted(set(excluded)))
+    np.testing.assert_allclose(outputs, expected, rtol=1e-5, atol=1e-6)
+    unrestricted, _ = _run(decoder, 1.0, "argmax")
+    assert np.abs(outputs - unrestricted).max() > 1e-3
+    # Sampling among one allowed id feeds that id at every step t > 0: teacher forcing on
+    # targets that hold it.
+    cell, embedding, dense, ids, memory = decoder
+    only = 5
+    forced = ids.copy()
+    forced[:, 1:] = only
+    teacher_forced = to_numpy(AttentionRNN(cell)(embedding(forced), memory))
+    sampled, _ = _run(
+        decoder, 1.0, "sample", sampling_excluded_tokens=[i for i in range(V) if i != only]
+    )
+    np.testing.assert_allclose(sampled, teacher_forced, rtol=1e-5, atol=1e-6)
+
+
+def test_seq2seq_never_feeds_back_padding_or_start():
+    model = Seq2Seq(12, 9, units=8, embedding_dim=4, start_id=4, end_id=5, scheduled_sampling=1.0)
+    assert model.decoder.rnn_layer.sampling_excluded_tokens == (0, 4)
+    assert Seq2Seq(12, 9, units=8, start_id=2, end_id=3).decoder.rnn_layer.sampling_excluded_tokens
+
+
 def test_gradients_do_not_flow_through_the_drawn_ids(decoder):
     cell, embedding, dense, ids, memory = decoder
     rnn = AttentionRNN(cell, sampling_probability=1.0, sampling_mode="sample", seed=1)
@@ -111,7 +165,10 @@ def test_gradients_do_not_flow_through_the_drawn_ids(decoder):
 def _data(seed=0, batch=16):
     rng = np.random.default_rng(seed)
     src = rng.integers(4, 12, (batch, 6)).astype("int32")
-    tgt = rng.integers(4, 9, (batch, 5)).astype("int32")
+    # Each target token follows from the previous one (a cycle through 4..8): what is fed
+    # back matters to the loss.
+    tgt = 4 + (rng.integers(0, 5, (batch, 1)) + np.arange(5)) % 5
+    tgt = tgt.astype("int32")
     tgt[:, 0] = 2
     labels = np.concatenate([tgt[:, 1:], np.full((batch, 1), 3)], 1).astype("int32")
     return {"source_ids": src, "target_ids": tgt}, labels
@@ -125,7 +182,7 @@ def _fit_model(scheduled_sampling, callbacks=(), epochs=2, weights_from=None, ji
         for mine, theirs in zip(model.trainable_weights, weights_from, strict=True):
             mine.assign(theirs)
     model.compile(
-        keras.optimizers.SGD(0.1),
+        keras.optimizers.SGD(1.0, momentum=0.9),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit,
     )
@@ -142,14 +199,17 @@ def test_callback_changes_p_between_epochs_in_a_compiled_fit(tmp_path):
     initial = Seq2Seq(12, 9, units=8, embedding_dim=4)
     initial.build({"source_ids": (None, None), "target_ids": (None, None)})
     initial = [to_numpy(w) for w in initial.trainable_weights]
-    plain, plain_history = _fit_model(None, weights_from=initial, jit=False)
-    # p = 0 in epoch 0 (identical training), then p = 1: the loss leaves the plain run's.
-    callback = ScheduledSampling(lambda epoch: float(epoch))
-    model, history = _fit_model(0.5, [callback], weights_from=initial)
-    assert history["sampling_probability"] == [0.0, 1.0]
+    # p = 0 for three epochs (identical training: the model learns that each target token
+    # follows from the one before), then p = 1: the loss leaves the plain run's.
+    plain, plain_history = _fit_model(None, epochs=4, weights_from=initial, jit=False)
+    callback = ScheduledSampling(lambda epoch: float(epoch >= 3))
+    model, history = _fit_model(0.5, [callback], epochs=4, weights_from=initial)
+    assert history["sampling_probability"] == [0.0, 0.0, 0.0, 1.0]
     assert float(to_numpy(model.sampling_probability)) == 1.0
-    np.testing.assert_allclose(history["loss"][0], plain_history["loss"][0], rtol=1e-5)
-    assert abs(history["loss"][1] - plain_history["loss"][1]) > 1e-4
+    np.testing.assert_allclose(history["loss"][:3], plain_history["loss"][:3], rtol=1e-5)
+    # The compiled step reads the variable (a p baked in at trace time would give the plain
+    # run's loss to ~1e-7, as in epochs 0-2; p = 1 moves it by 1e-3 to 1.5e-2 per backend).
+    assert abs(history["loss"][3] - plain_history["loss"][3]) > 1e-4
 
     x, _ = _data()
     model.save(tmp_path / "model.keras")
@@ -186,6 +246,11 @@ def test_layer_config_round_trip(decoder):
     again = AttentionRNN.from_config(config)
     assert again.get_config() == config
     assert "sampling_probability" not in AttentionRNN(cell).get_config()
+    assert "sampling_excluded_tokens" not in config  # (older configs stay identical)
+    excluding = AttentionRNN(cell, sampling_probability=0.5, sampling_excluded_tokens=[2, 0])
+    config = excluding.get_config()
+    assert config["sampling_excluded_tokens"] == [0, 2]
+    assert AttentionRNN.from_config(config).sampling_excluded_tokens == (0, 2)
 
 
 @pytest.mark.parametrize(
@@ -194,6 +259,9 @@ def test_layer_config_round_trip(decoder):
         ({"sampling_probability": 1.5}, "sampling_probability=1.5"),
         ({"sampling_probability": "high"}, "sampling_probability='high'"),
         ({"sampling_probability": 0.5, "sampling_mode": "beam"}, "sampling_mode='beam'"),
+        ({"sampling_excluded_tokens": [0, -1]}, r"sampling_excluded_tokens=\[0, -1\]"),
+        ({"sampling_excluded_tokens": 2}, "sampling_excluded_tokens=2"),
+        ({"sampling_excluded_tokens": [True]}, r"sampling_excluded_tokens=\[True\]"),
     ],
 )
 def test_bad_layer_arguments(decoder, kwargs, match):
