@@ -5,8 +5,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from keras import ops
-
 from keras_attention._validation import check_int
 from keras_attention.decoding.greedy_search import one_path_search
 from keras_attention.decoding.step_fn import (
@@ -16,10 +14,9 @@ from keras_attention.decoding.step_fn import (
 )
 from keras_attention.functional.sampling import (
     check_sampling,
-    gumbel_tokens,
     resolve_top_k_method,
+    sample_tokens,
     seed_tensor,
-    token_uniforms,
 )
 
 __all__ = ["sample_search"]
@@ -52,13 +49,16 @@ def sample_search(
     `jax.jit`) that would be frozen at tracing time, so pass the seed as an argument there
     (`Translator` does).
 
-    Cost: no cumulative sum, and no sort unless asked. The draw is the Gumbel-max trick
-    (`sampling.gumbel_tokens`: one hashed uniform per token, an argmax), about what greedy's
-    argmax costs; `top_p` finds its cut by bisection on the logit value
-    (`sampling.nucleus_threshold`, 15-30 compare-and-sum passes over V per step), and so does
-    `top_k` with `top_k_method="bisection"` (the default on TensorFlow, where XLA on CPU makes
-    `ops.top_k` a full sort; BENCHMARKS.md, section 4). Ties at a top-k or nucleus boundary
-    are all kept.
+    Cost: no cumulative sum, and no sort unless asked (`sampling.sample_tokens`). The draw
+    is the Gumbel-max trick (`sampling.gumbel_tokens`: one hashed uniform per token, an
+    argmax), about what greedy's argmax costs. With `top_k`, the cut and the draw run on
+    about k x 16 candidates: the blocks of 16 tokens with the k largest maxima (found by
+    bisection, the default on TensorFlow, where XLA on CPU makes `ops.top_k` a full sort), or
+    `ops.top_k`'s k (`top_k_method="sort"`); only their uniforms are hashed. `top_p` alone
+    draws by an exact rejection chain (each round: one Gumbel winner, one pass to test it
+    against the nucleus; about 2-4 rounds for p >= 0.5) or, for p < 0.5, a bisection on the
+    logit value (`sampling.nucleus_threshold`). BENCHMARKS.md, section 4, has the figures.
+    Ties at a top-k or nucleus boundary are all kept.
 
     Same step-function protocol, loop (`ops.while_loop` with `maximum_iterations`, early stop
     when every row has ended, compiles under `jit_compile=True`, exports without
@@ -125,9 +125,8 @@ def sample_search(
     seed = seed_tensor(seed)
 
     def choose(t, log_probs):
-        rows, vocab = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
-        uniforms = token_uniforms(seed, t, rows, vocab)
-        return gumbel_tokens(log_probs, uniforms, temperature, top_k, top_p, top_k_method)
+        # = gumbel_tokens(log_probs, token_uniforms(seed, t, N, V), ...), with less work.
+        return sample_tokens(log_probs, seed, t, temperature, top_k, top_p, top_k_method)
 
     return one_path_search(
         step_fn,

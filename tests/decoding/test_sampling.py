@@ -14,6 +14,7 @@ from keras_attention.functional.sampling import (
     draw_tokens,
     filter_logits,
     gumbel_tokens,
+    sample_tokens,
     step_uniforms,
     token_uniforms,
 )
@@ -38,21 +39,22 @@ def _step_fn(tokens, state, t):
     return logits, state, None
 
 
-def _expected(temperature, top_k, top_p):
+def _expected(temperature, top_k, top_p, logits=LOGITS):
     """softmax(logits / T) restricted to the top-k, then to the nucleus of the renormalised
     remainder, in float64 (an independent NumPy transcription)."""
-    z = LOGITS.astype(np.float64) / temperature
+    z = logits.astype(np.float64) / temperature
+    vocab = z.size
     p = np.exp(z - z.max())
     p /= p.sum()
     order = np.argsort(-p, kind="stable")
-    keep = np.zeros(VOCAB, bool)
-    keep[order[: top_k or VOCAB]] = True
+    keep = np.zeros(vocab, bool)
+    keep[order[: top_k or vocab]] = True
     q = np.where(keep, p, 0.0)
     q /= q.sum()
     if top_p is not None:
         mass_before = np.cumsum(q[order]) - q[order]
         nucleus = order[mass_before < top_p]
-        keep = np.zeros(VOCAB, bool)
+        keep = np.zeros(vocab, bool)
         keep[nucleus] = True
         q = np.where(keep, q, 0.0)
         q /= q.sum()
@@ -68,16 +70,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("temperature, top_k, top_p", CASES)
-def test_frequencies_match_the_filtered_softmax(temperature, top_k, top_p):
-    result = sample_search(
-        _step_fn, (), ROWS, START, END, STEPS, temperature=temperature, top_k=top_k,
-        top_p=top_p, seed=1234,
-    )  # fmt: skip
-    ids = to_numpy(result["ids"]).ravel()
-    assert ids.size == ROWS * STEPS  # the end token is impossible: every row runs STEPS steps
-    counts = np.bincount(ids, minlength=VOCAB)
-    expected = _expected(temperature, top_k, top_p)
+def _check_frequencies(ids, expected):
+    """Filtered tokens never drawn; chi-square and 5-sigma bounds on the kept ones."""
+    counts = np.bincount(ids, minlength=expected.size)
     n = ids.size
     kept = expected > 0
     # Filtered tokens never appear.
@@ -90,6 +85,17 @@ def test_frequencies_match_the_filtered_softmax(temperature, top_k, top_p):
         # And every token within 5 standard errors of its expected count.
         sigma = np.sqrt(n * expected * (1 - expected))
         assert np.all(np.abs(counts - n * expected) <= 5 * sigma + 1e-9)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", CASES)
+def test_frequencies_match_the_filtered_softmax(temperature, top_k, top_p):
+    result = sample_search(
+        _step_fn, (), ROWS, START, END, STEPS, temperature=temperature, top_k=top_k,
+        top_p=top_p, seed=1234,
+    )  # fmt: skip
+    ids = to_numpy(result["ids"]).ravel()
+    assert ids.size == ROWS * STEPS  # the end token is impossible: every row runs STEPS steps
+    _check_frequencies(ids, _expected(temperature, top_k, top_p))
     # Scores: log-probabilities of the drawn tokens under the unfiltered model (T = 1).
     log_p = LOGITS.astype(np.float64) - np.log(np.exp(LOGITS.astype(np.float64)).sum())
     np.testing.assert_allclose(
@@ -330,3 +336,91 @@ def test_argmax_tokens_is_argmax_first_index_and_takes_empty_batches():
     empty = to_numpy(argmax_tokens(np.zeros((0, 5), "float32")))
     assert empty.shape == (0,)
     assert to_numpy(filter_logits(np.zeros((0, 5), "float32"), top_k=2, top_p=0.5)).shape == (0, 5)
+
+
+# ------------------------------------------- a large vocabulary: the candidate and chain paths
+# V = 1000 (not a multiple of the 16-token blocks): top-k draws among the blocks with the k
+# largest maxima, top-p >= 0.5 alone by the rejection chain (`sampling.sample_tokens`).
+BIG_LOGITS = (np.random.default_rng(3).normal(size=1000) * 2.5).astype("float32")
+BIG_LOGITS[[0, END]] = -1e9
+
+
+_slow_if_torch = [pytest.mark.slow] if BACKEND == "torch" else []
+
+
+def _big_step_fn(tokens, state, t):
+    logits = ops.convert_to_tensor(BIG_LOGITS)
+    return ops.tile(ops.expand_dims(logits, 0), (ops.shape(tokens)[0], 1)), state, None
+
+
+@pytest.mark.parametrize(
+    "temperature, top_k, top_p, method",
+    [
+        # (Bisection in eager PyTorch: 10-15 s a case, so slow there; "sort" is its default.)
+        pytest.param(1.0, 5, None, "bisection", marks=_slow_if_torch),
+        pytest.param(0.8, 12, 0.7, "bisection", marks=_slow_if_torch),
+        (1.0, 12, 0.7, "sort"),
+        (1.0, None, 0.9, "auto"),
+        (1.3, None, 0.6, "auto"),
+    ],
+)
+def test_frequencies_with_a_large_vocabulary(temperature, top_k, top_p, method):
+    result = sample_search(
+        _big_step_fn, (), ROWS, START, END, STEPS, temperature=temperature, top_k=top_k,
+        top_p=top_p, seed=99, top_k_method=method,
+    )  # fmt: skip
+    expected = _expected(temperature, top_k, top_p, BIG_LOGITS)
+    assert 5 <= (expected > 0).sum() <= 200  # (a case that the chi-square can judge)
+    _check_frequencies(to_numpy(result["ids"]).ravel(), expected)
+
+
+def _logit_cases():
+    rng = np.random.default_rng(1)
+    yield "normal", rng.normal(size=(16, 1001)).astype("float32")
+    yield "peaked", (rng.normal(size=(16, 1001)) * 4).astype("float32")
+    z = rng.normal(size=(16, 1001)).astype("float32")
+    z[:, ::3] = -np.inf  # masked tokens
+    yield "masked", z
+    yield "rounded", np.round(rng.normal(size=(16, 1001)) * 2).astype("float32")  # many ties
+    yield "flat", np.zeros((4, 1001), "float32")  # every block tied: all V drawn from
+    z = np.full((3, 1001), -np.inf, "float32")
+    z[1, 5] = 0.0  # rows without a finite logit draw token 0
+    yield "no finite logit", z
+
+
+@pytest.mark.parametrize(
+    "name, z", list(_logit_cases()), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_sample_tokens_draws_what_the_full_gumbel_draw_draws(name, z):
+    """The candidate blocks, `ops.top_k`'s candidates and the rejection chain give the ids of
+    `gumbel_tokens` over all V with the same uniforms (ties, -inf and fallbacks included)."""
+    rows, vocab = z.shape
+    for kwargs in (
+        {"top_k": 20},
+        {"top_k": 20, "top_p": 0.8, "temperature": 0.7},
+        {"top_k": 20, "top_k_method": "sort"},
+        {"top_p": 0.9},
+        {"top_p": 0.55},
+        {"top_p": 0.3},
+        {},
+    ):
+        for t in range(2):
+            full = gumbel_tokens(z, token_uniforms(21, t, rows, vocab), **kwargs)
+            fast = sample_tokens(z, 21, t, **kwargs)
+            np.testing.assert_array_equal(to_numpy(fast), to_numpy(full), err_msg=str(kwargs))
+
+
+@pytest.mark.slow  # three compiled searches (~9 s on TensorFlow)
+def test_large_vocabulary_compiled_equals_eager():
+    def run(seed):
+        return [
+            sample_search(_big_step_fn, (), 32, START, END, 3, seed=seed, top_k=top_k, top_p=top_p)[
+                "ids"
+            ]
+            for top_k, top_p in ((12, None), (12, 0.8), (None, 0.9))
+        ]
+
+    eager = run(ops.convert_to_tensor(5, "int32"))
+    compiled = jit(run)(ops.convert_to_tensor(5, "int32"))
+    for a, b in zip(compiled, eager):
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
