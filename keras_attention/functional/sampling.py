@@ -385,25 +385,34 @@ def sample_tokens(
     top_p: float | None = None,
     top_k_method: str = "auto",
 ) -> Any:
-    """The token `gumbel_tokens` draws with `token_uniforms(seed, t, N, V)`, found with less
-    work: the same ids (up to logits tied to float32 rounding at a cut), faster.
+    """One token per row from the filtered `softmax(log_probs / T)` of `filter_logits`, with a
+    fraction of the work of `gumbel_tokens` over all V; `sample_search` draws with this.
 
-    `sample_search` draws with this. Only the uniforms of the tokens that can win are hashed,
-    and neither cut is searched over all V logits when it need not be:
+    The random numbers are a function of `(seed, t, row)` and a counter only (as
+    `token_uniforms`), and only those of the tokens that can win are hashed:
 
     - **top-k** (with or without top-p): the k largest logits lie in the k blocks (of 16
       consecutive tokens) with the largest maxima. One pass takes the block maxima, a
-      bisection on those (16x fewer values) finds the k-th largest, and the selected blocks
-      are gathered (`top_k_method="sort"`: the candidates are `ops.top_k`'s k instead). The
-      cuts (`top_k_threshold`, `nucleus_threshold`) and the draw then run on these ~k x 16
-      candidates. When ties select more blocks than the candidates hold (or more than k
-      tokens tie at the k-th logit, with "sort"), the row set is drawn over all V instead.
-    - **top-p alone, p >= 0.5**: a rejection chain, exact. The Gumbel winner `j` over the
-      tokens above a bound `b` (first: all of them) is in the nucleus iff the mass of the
-      tokens more probable than it is below `top_p` (one pass); if not, the nucleus lies
-      above `z_j`: `b = z_j` and again. Each round succeeds with probability >= `top_p`
-      whatever the logits, so a batch of 64 rows needs about 4 rounds at p = 0.9, against
-      the 20-30 passes of the bisection (which serves p < 0.5).
+      bisection on those (16x fewer values) finds the k-th largest, and a cumulative sum and a
+      scatter gather the selected blocks (`top_k_method="sort"`: the candidates are
+      `ops.top_k`'s k instead). The cuts (`top_k_threshold`; the nucleus by bisection, by
+      the sorted candidates' cumulative mass, or by the rejection chain below) and the draw
+      run on these ~16 k candidates, with their `token_uniforms`: **the token `gumbel_tokens`
+      draws with `token_uniforms(seed, t, N, V)`** (up to float32 rounding at a cut). When
+      ties select more blocks than the candidates hold (or more than k tokens tie at the k-th
+      logit, with "sort"), the batch is drawn by `gumbel_tokens` over all V. Used when the
+      candidates are fewer than V / 2.
+    - **otherwise, a two-level draw**: a block with probability proportional to its mass
+      (an exponential race over V / 16 uniforms), then a token in it (16 uniforms): the same
+      distribution, other random numbers than `gumbel_tokens`'. One pass over V for the
+      block masses. **Top-p >= 0.5 alone** adds an exact rejection chain: a token is in the
+      nucleus iff the mass of the strictly more probable tokens is below `top_p` of the
+      total, so the nucleus lies above any token that is not in it; a drawn token is tested
+      (one pass, which also gives the block masses above it) and, if it is out, the next is
+      drawn among the tokens above it. Each round succeeds with probability >= `top_p`
+      whatever the logits: 2-4 rounds for 64 rows at p = 0.9, against the 20-30 passes of the
+      bisection, which finds the cut for p < 0.5 (and top-k's when its candidates would not
+      be fewer than V / 2).
 
     Args:
         log_probs: `[N, V]` logits or log-probabilities.
@@ -418,10 +427,14 @@ def sample_tokens(
 
     >>> import numpy as np
     >>> from keras import ops
-    >>> z = np.random.default_rng(0).normal(size=(8, 400)).astype("float32")
-    >>> fast = sample_tokens(z, seed=7, t=3, top_k=20, top_p=0.9)
-    >>> full = gumbel_tokens(z, token_uniforms(7, 3, 8, 400), top_k=20, top_p=0.9)
+    >>> z = np.random.default_rng(0).normal(size=(8, 1000)).astype("float32")
+    >>> fast = sample_tokens(z, seed=7, t=3, top_k=10, top_p=0.9)
+    >>> full = gumbel_tokens(z, token_uniforms(7, 3, 8, 1000), top_k=10, top_p=0.9)
     >>> bool(np.all(ops.convert_to_numpy(fast) == ops.convert_to_numpy(full)))
+    True
+    >>> kept = ops.convert_to_numpy(filter_logits(z, top_p=0.9)) > -1e38
+    >>> ids = ops.convert_to_numpy(sample_tokens(z, seed=7, t=3, top_p=0.9))
+    >>> bool(kept[np.arange(8), ids].all())
     True
     """
     z = ops.cast(log_probs, "float32")
@@ -440,15 +453,15 @@ def sample_tokens(
     if top_p is not None and top_p >= 1.0:
         top_p = None
     keys = _row_keys(seed, t, ops.shape(z)[0])
+    lowest = None
     if top_k is not None:
         method = resolve_top_k_method(top_k_method)
         if _top_k_capacity(top_k) * _BLOCK < vocab // 2 or method == "sort":
             return _top_k_sample(z, keys, top_k, top_p, method)
-    elif top_p is not None and top_p >= 0.5:
-        return _nucleus_chain_sample(z, keys, top_p)
-    full_ids = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
-    uniforms = _uniforms(_mix(ops.expand_dims(keys, -1) + full_ids))
-    return gumbel_tokens(z, uniforms, 1.0, top_k, top_p, top_k_method)
+        lowest = top_k_threshold(z, top_k, method)
+    if top_p is not None and (lowest is not None or top_p < 0.5):
+        lowest, top_p = nucleus_threshold(z, top_p, lowest), None
+    return _two_level_sample(z, keys, lowest, top_p)
 
 
 _BLOCK = 16  # tokens per block of the top-k candidate search
@@ -475,8 +488,12 @@ def _token_race(weights, keys, ids):
 def _winner(scores, ids):
     """The id at each row's largest race score (0 where no score is positive: a row without
     a kept token, as `gumbel_tokens` returns)."""
-    best = argmax_tokens(scores)
-    token = ops.take_along_axis(ids, ops.expand_dims(best, -1), axis=-1)[:, 0]
+    return _winner_at(argmax_tokens(scores), scores, ids)
+
+
+def _winner_at(index, scores, ids):
+    """The id at candidate `index` `[N]` (0 in rows where no score is positive)."""
+    token = ops.take_along_axis(ids, ops.expand_dims(index, -1), axis=-1)[:, 0]
     return ops.where(ops.max(scores, axis=-1) > 0, token, ops.zeros_like(token))
 
 
@@ -506,11 +523,14 @@ def _top_k_sample(z, keys, k, top_p, method):
         slot = ops.where(ops.logical_and(selected, rank < capacity), rank, capacity)
         row = ops.broadcast_to(ops.expand_dims(ops.arange(rows, dtype="int32"), -1), (rows, blocks))
         block = ops.broadcast_to(ops.arange(1, blocks + 1, dtype="int32"), (rows, blocks))
-        index = ops.scatter(
-            ops.stack([ops.reshape(row, (-1,)), ops.reshape(slot, (-1,))], axis=-1),
-            ops.reshape(block, (-1,)),
-            (rows, capacity + 1),
-        )[:, :capacity] - 1  # [N, capacity]; -1 past the last selected block
+        index = (
+            ops.scatter(
+                ops.stack([ops.reshape(row, (-1,)), ops.reshape(slot, (-1,))], axis=-1),
+                ops.reshape(block, (-1,)),
+                (rows, capacity + 1),
+            )[:, :capacity]
+            - 1
+        )  # [N, capacity]; -1 past the last selected block
         valid = ops.expand_dims(index >= 0, -1)
         index = ops.maximum(index, 0)
         gathered = ops.take_along_axis(grouped, ops.expand_dims(index, -1), axis=1)
@@ -521,12 +541,30 @@ def _top_k_sample(z, keys, k, top_p, method):
         ids = ops.reshape(ops.expand_dims(index, -1) * _BLOCK + offsets, (rows, -1))
 
     def among_candidates():
-        cut = top_k_threshold(values, k, "bisection")
+        top = _row_floor(values)[0]  # (the row's top logit is a candidate)
+        floor = top - _ZERO_PROBABILITY
+        if method == "sort":  # (sorted: the k-th largest is the k-th candidate)
+            cut = ops.maximum(values[:, k - 1 : k], floor)
+        else:
+            cut = top_k_threshold(values, k, "bisection")
+        kept = values >= cut
+        weights = ops.where(kept, ops.exp(values - top), ops.zeros_like(values))
         if top_p is not None:
-            cut = nucleus_threshold(values, top_p, cut)
-        top, _ = _row_floor(values)  # (the row's top logit is a candidate)
-        kept = ops.where(values >= cut, ops.exp(values - top), ops.zeros_like(values))
-        return _winner(_token_race(kept, keys, ids), ids)
+            goal = top_p * ops.sum(weights, axis=-1, keepdims=True)
+            if method == "sort":
+                # Sorted candidates: a token is in the nucleus iff the mass before it is below
+                # the goal; ties with the last one in are kept (cut = its logit).
+                before = ops.cumsum(weights, axis=-1) - weights
+                inside = ops.logical_and(kept, before < goal)
+                cut = ops.min(ops.where(inside, values, ops.full_like(values, inf)), -1, True)
+                weights = ops.where(values >= cut, weights, ops.zeros_like(weights))
+            elif top_p >= 0.5:
+                scores = _token_race(weights, keys, ids)
+                return _winner_at(_nucleus_chain(values, weights, scores, goal), scores, ids)
+            else:
+                cut = nucleus_threshold(ops.where(kept, values, ops.full_like(values, -inf)), top_p)
+                weights = ops.where(values >= cut, weights, ops.zeros_like(weights))
+        return _winner(_token_race(weights, keys, ids), ids)
 
     def over_all_tokens():
         all_ids = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
@@ -536,35 +574,106 @@ def _top_k_sample(z, keys, k, top_p, method):
     return ops.cond(overflow, over_all_tokens, among_candidates)
 
 
-def _nucleus_chain_sample(z, keys, top_p):
-    vocab = int(z.shape[-1])
-    top = ops.max(z, axis=-1, keepdims=True)
-    top = ops.where(ops.isfinite(top), top, ops.zeros_like(top))
-    floor = top - _ZERO_PROBABILITY  # (as `_row_floor`'s: the same tokens lie above it)
+def _two_level_sample(z, keys, lowest=None, top_p=None):
+    """A token from `softmax(z)` over `z >= lowest` (and, with `top_p`, its nucleus), drawn in
+    two levels: a block of 16 tokens with probability proportional to its mass, then a token
+    of that block (each by an exponential race over its own hashed uniforms: `[N, V/16]` and
+    `[N, 16]` of them, not `[N, V]`). With `top_p`, the rejection chain of `_nucleus_chain` with
+    a fresh draw per round from the tokens above the bound: exact, because the nucleus lies
+    inside every such set, so an accepted draw is a draw from the nucleus. One pass over V a
+    round, which gives both the mass above the rejected token (the test) and the block masses
+    of the next draw."""
+    rows, vocab = ops.shape(z)[0], int(z.shape[-1])
+    inf = float("inf")
+    blocks = -(-vocab // _BLOCK)
+    top, floor = _row_floor(z)
+    if lowest is not None:
+        floor = ops.maximum(floor, lowest)
     weights = ops.where(z >= floor, ops.exp(z - top), ops.zeros_like(z))
-    goal = top_p * ops.sum(weights, axis=-1, keepdims=True)
-    all_ids = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
-    noisy = _token_race(weights, keys, all_ids)  # the race scores (0 below the floor)
-    below = ops.full_like(noisy, -1.0)
+    if blocks * _BLOCK != vocab:
+        padding = ((0, 0), (0, blocks * _BLOCK - vocab))
+        z = ops.pad(z, padding, constant_values=-inf)
+        weights = ops.pad(weights, padding, constant_values=0.0)
+    z = ops.reshape(z, (rows, blocks, _BLOCK))
+    weights = ops.reshape(weights, (rows, blocks, _BLOCK))
+    masses = ops.sum(weights, axis=-1)  # [N, blocks]
+    block_counters = ops.expand_dims(ops.arange(blocks, dtype="int32"), 0)
+    token_counters = ops.expand_dims(ops.arange(blocks, blocks + _BLOCK, dtype="int32"), 0)
+    golden = ops.convert_to_tensor(_GOLDEN, "int32")
+
+    def draw(round_, masses, bound):
+        """A token above `bound` `[N, 1]` by mass, and its logit; round `round_`'s uniforms."""
+        key = ops.expand_dims(_mix(keys + ops.multiply(ops.cast(round_, "int32"), golden)), -1)
+        block = argmax_tokens(_race(masses, _uniforms(_mix(key + block_counters))))
+        pick = ops.reshape(block, (rows, 1, 1))
+        block_z = ops.take_along_axis(z, pick, axis=1)[:, 0]  # [N, 16]
+        block_w = ops.take_along_axis(weights, pick, axis=1)[:, 0]
+        block_w = ops.where(block_z > bound, block_w, ops.zeros_like(block_w))
+        offset = argmax_tokens(_race(block_w, _uniforms(_mix(key + token_counters))))
+        value = ops.take_along_axis(block_z, ops.expand_dims(offset, -1), axis=-1)
+        return block * _BLOCK + offset, value
+
+    none = ops.full((rows, 1), -inf, "float32")
+    total = ops.sum(masses, axis=-1)
+    token, value = draw(0, masses, none)
+    if top_p is not None:
+        goal = top_p * total
+
+        def cond(i, token, value, done):
+            # (Each round raises a rejected row's bound past one more logit: V rounds at most.)
+            return ops.logical_and(i < vocab, ops.logical_not(ops.all(done)))
+
+        def body(i, token, value, done):
+            above = ops.sum(
+                ops.where(z > ops.expand_dims(value, -1), weights, ops.zeros_like(weights)), -1
+            )  # [N, blocks]: the block masses above the drawn token
+            done = ops.logical_or(done, ops.sum(above, axis=-1) < goal)
+            next_token, next_value = draw(i + 1, above, value)
+            keep = ops.expand_dims(done, -1)
+            return (
+                i + 1,
+                ops.where(done, token, next_token),
+                ops.where(keep, value, next_value),
+                done,
+            )
+
+        _, token, _, _ = ops.while_loop(cond, body, (0, token, value, goal <= 0))
+    return ops.where(total > 0, token, ops.zeros_like(token))  # (no kept token: 0)
+
+
+def _nucleus_chain(values, weights, scores, goal):
+    """The index `[N]` of the best race score among the nucleus, by rejection.
+
+    `values` `[N, C]` are logits, `weights` their `exp(value - top)` (0 for tokens not kept),
+    `scores` the race scores (0 for tokens not kept), `goal` `[N, 1]` the nucleus mass. A
+    token is in the nucleus iff the mass of the strictly more probable tokens is below the
+    goal (ties with it are then in too), so the nucleus is every token above some logit. The
+    best score among the tokens above a bound (first: all) is tested in one pass; if it is
+    out, the nucleus lies strictly above its logit, which becomes the bound, and the same
+    pass has found the next best above it. Rows without mass (goal 0) take index 0.
+    """
+    count = int(values.shape[-1])
+    positions = ops.expand_dims(ops.arange(count, dtype="int32"), 0)
+    below = ops.full_like(scores, -1.0)
 
     def first_reaching(candidates, best):
-        """The first token whose candidate noise reaches `best` `[N, 1]`, and its logit."""
-        index = vocab - ops.max(
-            ops.where(candidates >= best, vocab - all_ids, 0), axis=-1, initial=0
+        """The first index whose candidate score reaches `best` `[N, 1]`, and its logit."""
+        index = count - ops.max(
+            ops.where(candidates >= best, count - positions, 0), axis=-1, initial=0
         )
-        index = ops.where(index >= vocab, ops.zeros_like(index), index)
-        return index, ops.take_along_axis(z, ops.expand_dims(index, -1), axis=-1)
+        index = ops.where(index >= count, ops.zeros_like(index), index)
+        return index, ops.take_along_axis(values, ops.expand_dims(index, -1), axis=-1)
 
     def cond(i, winner, value, done):
-        # (Each round raises a rejected row's bound past one more logit: V rounds at most.)
-        return ops.logical_and(i < vocab, ops.logical_not(ops.all(done)))
+        # (Each round raises a rejected row's bound past one more logit: C rounds at most.)
+        return ops.logical_and(i < count, ops.logical_not(ops.all(done)))
 
     def body(i, winner, value, done):
         # One pass: is `winner` in the nucleus (the mass above its logit below the goal)?
-        # and, in case it is not, the best noise among the tokens above it.
-        above = z > value
+        # and, in case it is not, the best score among the tokens above it.
+        above = values > value
         before = ops.sum(ops.where(above, weights, ops.zeros_like(weights)), -1, keepdims=True)
-        candidates = ops.where(above, noisy, below)
+        candidates = ops.where(above, scores, below)
         best = ops.max(candidates, axis=-1, keepdims=True, initial=-1.0)
         done = ops.logical_or(done, (before < goal)[:, 0])
         index, next_value = first_reaching(candidates, best)
@@ -576,9 +685,7 @@ def _nucleus_chain_sample(z, keys, top_p):
             done,
         )
 
-    # Round one: the Gumbel winner over all tokens. A row without a finite logit has no mass
-    # (goal 0): it is done at once, with token 0.
-    winner, value = first_reaching(noisy, ops.max(noisy, axis=-1, keepdims=True, initial=-1.0))
+    winner, value = first_reaching(scores, ops.max(scores, axis=-1, keepdims=True, initial=-1.0))
     start = (0, winner, value, goal[:, 0] <= 0)
     _, winner, _, _ = ops.while_loop(cond, body, start)
     return winner

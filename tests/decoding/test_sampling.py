@@ -71,7 +71,8 @@ CASES = [
 
 
 def _check_frequencies(ids, expected):
-    """Filtered tokens never drawn; chi-square and 5-sigma bounds on the kept ones."""
+    """Filtered tokens never drawn; chi-square and 5-sigma bounds on the kept ones (the kept
+    tokens expected fewer than 5 times share one chi-square bin)."""
     counts = np.bincount(ids, minlength=expected.size)
     n = ids.size
     kept = expected > 0
@@ -80,11 +81,15 @@ def _check_frequencies(ids, expected):
     if kept.sum() > 1:
         # Pearson chi-square over the kept tokens; with a fixed seed the test is deterministic,
         # and a correct sampler fails this bound with probability 1e-4.
-        chi2 = ((counts[kept] - n * expected[kept]) ** 2 / (n * expected[kept])).sum()
-        assert chi2 < stats.chi2.ppf(1 - 1e-4, kept.sum() - 1), (chi2, counts, n * expected)
-        # And every token within 5 standard errors of its expected count.
+        big = kept & (n * expected >= 5)
+        observed = np.append(counts[big], counts[kept & ~big].sum())
+        wanted = np.append(n * expected[big], n * expected[kept & ~big].sum())
+        observed, wanted = observed[wanted > 0], wanted[wanted > 0]
+        chi2 = ((observed - wanted) ** 2 / wanted).sum()
+        assert chi2 < stats.chi2.ppf(1 - 1e-4, observed.size - 1), (chi2, observed, wanted)
+        # And every token expected 5 times or more within 5 standard errors of its count.
         sigma = np.sqrt(n * expected * (1 - expected))
-        assert np.all(np.abs(counts - n * expected) <= 5 * sigma + 1e-9)
+        assert np.all((np.abs(counts - n * expected) <= 5 * sigma + 1e-9)[big])
 
 
 @pytest.mark.parametrize("temperature, top_k, top_p", CASES)
@@ -361,7 +366,9 @@ def _big_step_fn(tokens, state, t):
         pytest.param(0.8, 12, 0.7, "bisection", marks=_slow_if_torch),
         (1.0, 12, 0.7, "sort"),
         (1.0, None, 0.9, "auto"),
-        (1.3, None, 0.6, "auto"),
+        pytest.param(1.3, None, 0.6, "auto", marks=_slow_if_torch),  # (12 s in eager torch)
+        (0.9, None, 0.3, "auto"),  # p < 0.5: the cut by bisection, then the two-level draw
+        (1.0, None, None, "auto"),  # the plain two-level draw
     ],
 )
 def test_frequencies_with_a_large_vocabulary(temperature, top_k, top_p, method):
@@ -370,7 +377,7 @@ def test_frequencies_with_a_large_vocabulary(temperature, top_k, top_p, method):
         top_p=top_p, seed=99, top_k_method=method,
     )  # fmt: skip
     expected = _expected(temperature, top_k, top_p, BIG_LOGITS)
-    assert 5 <= (expected > 0).sum() <= 200  # (a case that the chi-square can judge)
+    assert (ROWS * STEPS * expected >= 5).sum() >= 3  # (a case that the chi-square can judge)
     _check_frequencies(to_numpy(result["ids"]).ravel(), expected)
 
 
@@ -391,18 +398,18 @@ def _logit_cases():
 @pytest.mark.parametrize(
     "name, z", list(_logit_cases()), ids=lambda x: x if isinstance(x, str) else ""
 )
-def test_sample_tokens_draws_what_the_full_gumbel_draw_draws(name, z):
-    """The candidate blocks, `ops.top_k`'s candidates and the rejection chain give the ids of
-    `gumbel_tokens` over all V with the same uniforms (ties, -inf and fallbacks included)."""
+def test_top_k_sample_tokens_draws_what_the_full_gumbel_draw_draws(name, z):
+    """With top-k, the candidate blocks and `ops.top_k`'s candidates (with the nucleus by
+    bisection, by the sorted candidates' cumulative mass, or by the rejection chain) give the
+    ids of `gumbel_tokens` over all V with the same uniforms (ties, -inf and fallbacks
+    included)."""
     rows, vocab = z.shape
     for kwargs in (
-        {"top_k": 20},
-        {"top_k": 20, "top_p": 0.8, "temperature": 0.7},
-        {"top_k": 20, "top_k_method": "sort"},
-        {"top_p": 0.9},
-        {"top_p": 0.55},
-        {"top_p": 0.3},
-        {},
+        {"top_k": 10},
+        {"top_k": 10, "top_p": 0.8, "temperature": 0.7},
+        {"top_k": 10, "top_p": 0.3},
+        {"top_k": 10, "top_k_method": "sort"},
+        {"top_k": 10, "top_p": 0.8, "top_k_method": "sort"},
     ):
         for t in range(2):
             full = gumbel_tokens(z, token_uniforms(21, t, rows, vocab), **kwargs)
@@ -424,3 +431,19 @@ def test_large_vocabulary_compiled_equals_eager():
     compiled = jit(run)(ops.convert_to_tensor(5, "int32"))
     for a, b in zip(compiled, eager):
         np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+
+@pytest.mark.parametrize(
+    "name, z", list(_logit_cases()), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_two_level_draws_keep_the_kept_set(name, z):
+    """Without top-k, draws are two-level (a block by mass, then a token): never a filtered
+    token, never a token without probability, token 0 in rows without a finite logit."""
+    rows, vocab = z.shape
+    for kwargs in ({}, {"top_p": 0.9}, {"top_p": 0.55}, {"top_p": 0.3, "temperature": 0.8}):
+        kept = to_numpy(filter_logits(z, **kwargs)) > -1e38
+        for t in range(3):
+            ids = to_numpy(sample_tokens(z, 21, t, **kwargs))
+            has_token = np.isfinite(z).any(-1)
+            assert np.all(kept[np.arange(rows), ids][has_token]), kwargs
+            assert np.all(ids[~has_token] == 0)
