@@ -22,6 +22,7 @@ from keras_attention.layers import (
     LuongAttention,
     LuongMonotonicAttention,
 )
+from keras_attention.models._inputs import embed
 from keras_attention.models._options import ATTENTION_TYPES, HANDOVERS, ConfigLayer
 
 
@@ -203,7 +204,7 @@ class Seq2SeqDecoder(ConfigLayer):
         training=None,
         return_attention_scores=False,
     ):
-        x = self.dropout_layer(self.embedding(target_ids), training=training)
+        x = self.dropout_layer(embed(self.embedding, target_ids), training=training)
         mask = ops.not_equal(target_ids, 0)
         states = self.initial_state(encoder_states or [], ops.shape(target_ids)[0])
         feed_back = {}
