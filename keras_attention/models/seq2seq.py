@@ -255,6 +255,9 @@ class Seq2Seq(keras.Model):
 
     def fit(self, x=None, *args, **kwargs):
         self._check_host_inputs(x)
+        validation = kwargs.get("validation_data")
+        if isinstance(validation, (list, tuple)) and validation:
+            self._check_host_inputs(validation[0])
         return super().fit(x, *args, **kwargs)
 
     def evaluate(self, x=None, *args, **kwargs):

@@ -67,6 +67,12 @@ def test_host_ids_out_of_vocabulary_are_an_error(models, method, side):
             getattr(model, method)(x)
 
 
+def test_validation_data_out_of_vocabulary_is_an_error(models):
+    x = _inputs(SRC, TGT)
+    with pytest.raises(ValueError, match=r"`target_ids` must be in \[0, 11\)"):
+        models[0].fit(x, TGT, validation_data=(_inputs(SRC, OOV_TGT), TGT), verbose=0)
+
+
 def test_generate_and_translator_reject_host_ids_out_of_vocabulary(models):
     for decode in (models[0].generate, Translator(models[0], max_length=3, jit_compile=False)):
         with pytest.raises(ValueError, match=r"\[0, 13\).*from -2 to 99"):
@@ -115,6 +121,7 @@ def test_oov_id_in_generate(models):
     np.testing.assert_array_equal(to_numpy(mapped.generate(tensor, max_length=3)["ids"]), expected)
 
 
+@pytest.mark.slow  # ~8 s: two XLA compilations
 @pytest.mark.skipif(not JIT_COMPILE, reason="XLA: TensorFlow and JAX (PyTorch runs eagerly)")
 def test_oov_id_and_zero_vectors_under_xla(models):
     strict, mapped = models
@@ -144,9 +151,15 @@ def test_oov_id_in_a_compiled_translator_and_fit(models):
     assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
 
 
-def test_oov_id_config_round_trip(models):
+def test_oov_id_config_round_trip(models, tmp_path):
     strict, mapped = models
     assert mapped.get_config()["oov_id"] == UNK
     assert "oov_id" not in strict.get_config()  # configs without the option stay as they were
     assert Seq2Seq.from_config(mapped.get_config()).oov_id == UNK
     assert Seq2Seq.from_config(strict.get_config()).oov_id is None
+    path = str(tmp_path / "oov.keras")
+    mapped.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert loaded.oov_id == UNK
+    x = _inputs(OOV_SRC, OOV_TGT)
+    np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(mapped(x)), rtol=1e-6, atol=1e-6)
