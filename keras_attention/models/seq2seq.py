@@ -77,10 +77,12 @@ class Seq2Seq(keras.Model):
             `evaluate`, `predict`, `generate` and `Translator` alike (e.g. `1`, the `[UNK]` of
             `keras_attention.text`'s tokenizers); in `[0, min(source_vocabulary_size,
             target_vocabulary_size))`. Defaults to `None`: such ids are an error where they
-            are host data (NumPy arrays or lists given to the model, `fit`, `evaluate`,
-            `predict`, the `*_on_batch` methods, `generate` or a `Translator`), and where they
-            are backend tensors that the model does not read back (a `tf.data` pipeline, a
-            traced or exported function) each embeds as a zero vector, on every backend.
+            are host data (NumPy arrays given to the model, `fit` (and its
+            `validation_data`), `evaluate`, `predict` or the `*_on_batch` methods; NumPy
+            arrays or lists given to `generate` or a `Translator`), and where they are backend
+            tensors that the model does not read back (a `tf.data` pipeline, a traced or
+            exported function) each embeds as a zero vector, on every backend
+            (docs/design.md §6).
         source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
         target_tokenizer: Optional tokenizer of the target side.
         **kwargs: Base model arguments (`name`, ...).
