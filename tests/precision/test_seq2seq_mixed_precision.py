@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from keras_attention.models import Seq2Seq
-from tests.backend_utils import to_numpy
+from tests.backend_utils import BACKEND, to_numpy
 
 V, MAX_LENGTH = 13, 5
 SRC = np.array([[4, 5, 6, 3, 0], [7, 8, 3, 0, 0], [9, 3, 0, 0, 0]], "int32")
@@ -26,7 +26,15 @@ def _dtype(x) -> str:
     return keras.backend.standardize_dtype(x.dtype)
 
 
-@pytest.fixture(scope="module", params=["mixed_float16", "mixed_bfloat16"])
+# Eager Seq2Seq calls and searches take 5-20 s each on JAX (CPU): there mixed_bfloat16 runs in
+# the slow suite, mixed_float16 in the fast one.
+POLICIES = [
+    "mixed_float16",
+    pytest.param("mixed_bfloat16", marks=[pytest.mark.slow] if BACKEND == "jax" else []),
+]
+
+
+@pytest.fixture(scope="module", params=POLICIES)
 def models(request):
     """A float32 model and the same weights under the mixed policy."""
     keras.utils.set_random_seed(0)
