@@ -8,7 +8,10 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Quiet TensorFlow and pin the backend before anything imports Keras.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -106,6 +109,31 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines.append("|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|")
     lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
     return "\n".join(lines)
+
+
+def machine_line(info: dict) -> str:
+    """`CPU, N cores; TF x, Keras y; keras_attention z`, the machine part of a table's header."""
+    return (
+        f"{info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, Keras {info['keras']}; "
+        f"keras_attention {info['code']}"
+    )
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    """The markdown table between two blank lines."""
+    print()
+    print(markdown_table(header, rows))
+    print()
+
+
+def timed_rounds(cases: list, repeats: int, time_one: Callable[[Any], None]) -> float:
+    """`repeats` rounds of `time_one(case)` over every case, the order rotated every round (so
+    every contender takes every position in turn); the seconds it took."""
+    start = time.perf_counter()
+    for r in range(repeats):
+        for case in rotated(cases, r):
+            time_one(case)
+    return time.perf_counter() - start
 
 
 def rotated(items: list, shift: int) -> list:

@@ -478,7 +478,7 @@ def scan_lengths(lengths, B, S, d, vocab, repeats=5) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- main
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no tfa: smoke test")
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 7)")
@@ -505,9 +505,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--length", type=int, default=None, help="T = S")
     parser.add_argument("--units", type=int, default=None, help="LSTM = attention = embedding")
     parser.add_argument("--vocab", type=int, default=None)
-    args = parser.parse_args(argv)
-    tf.get_logger().setLevel("ERROR")
+    return parser.parse_args(argv)
 
+
+def settings(args: argparse.Namespace) -> dict:
+    """Sizes, timing settings and the tfa python: `--quick`'s (no tfa) or the full run's, then
+    the explicit options."""
     if args.quick:
         B, L, d, V, N = 4, 6, 16, 20, 256
         repeats, block, warmup = args.repeats or 2, args.block_seconds or 0.05, args.warmup or 1
@@ -520,46 +523,48 @@ def main(argv=None) -> dict:
         tfa_python = None
     B, L, d, V = args.batch or B, args.length or L, args.units or d, args.vocab or V
     N = args.matmul_n or N
-    T = S = L
-    if args.scan_lengths:
-        lengths = [int(x) for x in args.scan_lengths.split(",")]
-        records = scan_lengths(lengths, B, S, d, V)
-        if args.json:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump({"benchmark": "bench_decoder --scan-lengths", "results": records}, f)
-        return {"results": records}
-    flops = step_flops(B, T, S, d, d, d, d, V)
-    data = make_data(B, T, S, d, V)
-    sizes = [
-        "--batch",
-        str(B),
-        "--length",
-        str(L),
-        "--units",
-        str(d),
-        "--vocab",
-        str(V),
-        "--warmup",
-        str(warmup),
-    ]
+    return {"B": B, "T": L, "S": L, "d": d, "V": V, "N": N, "repeats": repeats,
+            "block": block, "warmup": warmup, "tfa_python": tfa_python}  # fmt: skip
 
-    worker = None
-    tfa_info = None
-    if tfa_python:
-        t0 = time.perf_counter()
-        try:
-            worker = TfaWorker(tfa_python, sizes)
-        except (OSError, RuntimeError, json.JSONDecodeError) as e:
-            print(f"# WARNING: no tfa reference ({tfa_python}): {e}", file=sys.stderr, flush=True)
-        else:
-            tfa_info = worker.ready
-            print(
-                f"# tfa worker ready in {time.perf_counter() - t0:.0f} s; errors: "
-                f"{json.dumps(tfa_info['errors'])}",
-                file=sys.stderr,
-                flush=True,
-            )
 
+def run_scan_lengths(args: argparse.Namespace, cfg: dict) -> dict:
+    """`--scan-lengths`: ours tf.function at several target lengths only."""
+    lengths = [int(x) for x in args.scan_lengths.split(",")]
+    records = scan_lengths(lengths, cfg["B"], cfg["S"], cfg["d"], cfg["V"])
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"benchmark": "bench_decoder --scan-lengths", "results": records}, f)
+    return {"results": records}
+
+
+def start_tfa_worker(cfg: dict) -> tuple:
+    """The tfa reference process and what it reported when ready, or `(None, None)` (no tfa
+    python, or it failed to start: a warning)."""
+    tfa_python = cfg["tfa_python"]
+    if not tfa_python:
+        return None, None
+    sizes = ["--batch", str(cfg["B"]), "--length", str(cfg["T"]), "--units", str(cfg["d"]),
+             "--vocab", str(cfg["V"]), "--warmup", str(cfg["warmup"])]  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        worker = TfaWorker(tfa_python, sizes)
+    except (OSError, RuntimeError, json.JSONDecodeError) as e:
+        print(f"# WARNING: no tfa reference ({tfa_python}): {e}", file=sys.stderr, flush=True)
+        return None, None
+    tfa_info = worker.ready
+    print(
+        f"# tfa worker ready in {time.perf_counter() - t0:.0f} s; errors: "
+        f"{json.dumps(tfa_info['errors'])}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return worker, tfa_info
+
+
+def build_cases(cfg: dict, data, flops: float, worker, no_plain: bool) -> tuple:
+    """Ours (fit and tf.function), tfa's (in its worker), the plain LSTM floor, each without
+    and with XLA, then the matmul reference; ours' weight count and initial losses."""
+    T, S, d, V, N = (cfg[k] for k in ("T", "S", "d", "V", "N"))
     cases: list[Case] = []
     initial_losses = {}
     for jit in (False, True):
@@ -575,7 +580,7 @@ def main(argv=None) -> dict:
             )
         if worker:
             cases.append(Case("tfa 0.23 AttentionWrapper", "tfa", jit, flops))
-        if not args.no_plain:
+        if not no_plain:
             run, _ = function_step(T, S, d, V, jit, data, build=build_plain_model)
             cases.append(Case("plain keras LSTM, no attention (floor)", "plain", jit, flops, run))
     rng = np.random.default_rng(1)
@@ -585,17 +590,16 @@ def main(argv=None) -> dict:
     cases.append(
         Case(f"matmul {N}³ (TF {tf.__version__})", "matmul", None, 2.0 * N**3, lambda: mm(a, b))
     )
+    return cases, n_weights, initial_losses
 
-    info = C.machine_info()
-    info["code"] = C.code_version()
+
+def print_preamble(cfg, info, flops, tfa_info, n_weights, initial_losses) -> None:
     print(
-        f"# bench_decoder: B={B} T=S={L} LSTM/attention/embedding {d}, vocab {V}, float32; "
-        f"train step = forward + loss + backward + Adam; {flops / 1e9:.2f} GFLOP/step"
+        f"# bench_decoder: B={cfg['B']} T=S={cfg['T']} LSTM/attention/embedding {cfg['d']}, "
+        f"vocab {cfg['V']}, float32; train step = forward + loss + backward + Adam; "
+        f"{flops / 1e9:.2f} GFLOP/step"
     )
-    print(
-        f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, "
-        f"Keras {info['keras']}; keras_attention {info['code']}; repeats={repeats}"
-    )
+    print(f"# {C.machine_line(info)}; repeats={cfg['repeats']}")
     if tfa_info:
         print(
             f"# tfa: TF {tfa_info['tensorflow']}, tf.keras {tfa_info['tf_keras']}, "
@@ -604,32 +608,43 @@ def main(argv=None) -> dict:
         )
     print(
         f"# ours: weights {n_weights}, initial loss {initial_losses['ours']:.4f} "
-        f"(ln V = {math.log(V):.4f})",
+        f"(ln V = {math.log(cfg['V']):.4f})",
         flush=True,
     )
 
+
+def time_cases(cases: list[Case], worker, cfg: dict) -> tuple[float, float]:
+    """Warm up and calibrate every case, then the timed rounds over the live ones
+    (interleaved, rotated each round); a case that fails is marked and timed as NaN."""
     t0 = time.perf_counter()
     for case in cases:
-        warm_and_calibrate(case, worker, warmup, block)
+        warm_and_calibrate(case, worker, cfg["warmup"], cfg["block"])
     warm_s = time.perf_counter() - t0
+
+    def time_one(case):
+        try:
+            case.times.append(time_case(case, case.inner, worker))
+        except Exception as e:  # noqa: BLE001
+            case.error = case.error or f"{type(e).__name__}: {e}"
+            case.times.append(float("nan"))
+
     live = [c for c in cases if c.error is None]
-    order = interleaved(live)
-    t0 = time.perf_counter()
-    for r in range(repeats):
-        for case in C.rotated(order, r):
-            try:
-                case.times.append(time_case(case, case.inner, worker))
-            except Exception as e:  # noqa: BLE001
-                case.error = case.error or f"{type(e).__name__}: {e}"
-                case.times.append(float("nan"))
-    timed_s = time.perf_counter() - t0
+    timed_s = C.timed_rounds(interleaved(live), cfg["repeats"], time_one)
+    return warm_s, timed_s
 
-    tfa_matmul = None
-    if worker:
-        m = next(c for c in cases if c.contender == "matmul")
-        tfa_matmul = 2.0 * N**3 / worker.request(matmul=N, inner=m.inner)["seconds_per_step"] / 1e9
-        worker.close()
 
+def tfa_matmul_rate(cases: list[Case], worker, N: int) -> float | None:
+    """The matmul reference's GFLOP/s in the tfa process (then the worker is closed)."""
+    if not worker:
+        return None
+    m = next(c for c in cases if c.contender == "matmul")
+    rate = 2.0 * N**3 / worker.request(matmul=N, inner=m.inner)["seconds_per_step"] / 1e9
+    worker.close()
+    return rate
+
+
+def summarize(cases: list[Case]) -> tuple[list[list[str]], list[dict], float]:
+    """Table rows and JSON records of every case, and the matmul reference's GFLOP/s."""
     matmul = cases[-1]
     matmul_gflops = matmul.flops / C.median(matmul.times) / 1e9
     ref = next((c for c in cases if c.contender == "tfa" and c.jit is False and c.times), None)
@@ -673,19 +688,23 @@ def main(argv=None) -> dict:
                 "error": case.error,
             }
         )
-    header = [
-        "contender",
-        "jit",
-        "ms/step",
-        "spread",
-        "steps/s",
-        "GFLOP/s",
-        "% of matmul",
-        "ratio vs tfa (no jit)",
-    ]
-    print()
-    print(C.markdown_table(header, rows))
-    print()
+    return rows, records, matmul_gflops
+
+
+HEADER = [
+    "contender",
+    "jit",
+    "ms/step",
+    "spread",
+    "steps/s",
+    "GFLOP/s",
+    "% of matmul",
+    "ratio vs tfa (no jit)",
+]
+
+
+def print_report(rows: list[list[str]], tfa_matmul, tfa_info, N: int) -> None:
+    C.print_table(HEADER, rows)
     print(
         "ratio vs tfa (no jit): median over rounds of (tfa no-jit ms / this ms) in the same "
         "round; > 1 is faster than tfa. spread: (max − min) / 2 over rounds, relative to the "
@@ -696,6 +715,11 @@ def main(argv=None) -> dict:
             f"matmul {N}³ in the tfa process (TF {tfa_info['tensorflow']}): "
             f"{tfa_matmul:.1f} GFLOP/s (for information; the % column uses ours)"
         )
+
+
+def time_ratios(cases: list[Case]) -> dict:
+    """Printed and returned: ours / the plain LSTM floor per jit setting, and the fastest
+    ours / the fastest tfa."""
     floor_ratios = {}
     for jit in (False, True):
         ours = next((c for c in cases if c.name == "ours tf.function" and c.jit is jit), None)
@@ -720,6 +744,29 @@ def main(argv=None) -> dict:
             f"(jit {best['tfa'].jit}): {ratio:.2f}× the time ({1 / ratio:.2f}× tfa's speed; "
             "goal >= 2×)"
         )
+    return floor_ratios
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    tf.get_logger().setLevel("ERROR")
+    cfg = settings(args)
+    if args.scan_lengths:
+        return run_scan_lengths(args, cfg)
+    B, T, S, d, V, N = (cfg[k] for k in ("B", "T", "S", "d", "V", "N"))
+    flops = step_flops(B, T, S, d, d, d, d, V)
+    data = make_data(B, T, S, d, V)
+    worker, tfa_info = start_tfa_worker(cfg)
+    cases, n_weights, initial_losses = build_cases(cfg, data, flops, worker, args.no_plain)
+
+    info = C.machine_info()
+    info["code"] = C.code_version()
+    print_preamble(cfg, info, flops, tfa_info, n_weights, initial_losses)
+    warm_s, timed_s = time_cases(cases, worker, cfg)
+    tfa_matmul = tfa_matmul_rate(cases, worker, N)
+    rows, records, matmul_gflops = summarize(cases)
+    print_report(rows, tfa_matmul, tfa_info, N)
+    floor_ratios = time_ratios(cases)
     print(f"warm-up {warm_s:.0f} s, timed rounds {timed_s:.0f} s")
 
     result = {
@@ -731,9 +778,9 @@ def main(argv=None) -> dict:
             "units": d,
             "vocab": V,
             "matmul_N": N,
-            "repeats": repeats,
-            "block_seconds": block,
-            "warmup": warmup,
+            "repeats": cfg["repeats"],
+            "block_seconds": cfg["block"],
+            "warmup": cfg["warmup"],
         },
         "machine": info,
         "tfa": tfa_info,

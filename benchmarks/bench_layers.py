@@ -163,7 +163,7 @@ def calibrate(case: Case, block_seconds: float, warmup: int) -> None:
     case.inner = max(1, min(1000, math.ceil(block_seconds / max(one, 1e-6))))
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--repeats", type=int, default=None, help="timed rounds (default 9; 2 with --quick)"
@@ -174,9 +174,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--length", type=int, default=None, help="T = S")
     parser.add_argument("--dim", type=int, default=None, help="d = U")
-    args = parser.parse_args(argv)
-    tf.get_logger().setLevel("ERROR")  # its retracing warning counts all closures of make_step
+    return parser.parse_args(argv)
 
+
+def settings(args: argparse.Namespace) -> dict:
+    """Sizes and timing settings: `--quick`'s or the full run's, then the explicit options."""
     if args.quick:
         B, L, d, N = 2, 8, 16, 128
         repeats, block, warmup = args.repeats or 2, args.block_seconds or 0.01, 1
@@ -185,17 +187,13 @@ def main(argv=None) -> dict:
         repeats, block, warmup = args.repeats or 9, args.block_seconds or 1.0, 3
     B, L, d = args.batch or B, args.length or L, args.dim or d
     block = args.block_seconds or block
-    T = S = L
-    U = d
+    return {"B": B, "T": L, "S": L, "d": d, "U": d, "N": N, "repeats": repeats,
+            "block": block, "warmup": warmup}  # fmt: skip
 
-    rng = np.random.default_rng(0)
-    query = tf.constant(rng.standard_normal((B, T, d)), "float32")
-    memory = tf.constant(rng.standard_normal((B, S, d)), "float32")
-    shapes = ((B, T, d), (B, S, d))
-    keras.utils.set_random_seed(0)
 
-    specs = [
-        # (name, group, builtin, kind, flops)
+def contender_specs(B: int, T: int, S: int, d: int, U: int) -> list[tuple]:
+    """`(name, group, builtin, kind, flops)` of every contender."""
+    return [
         ("LuongAttention dot", "dot", False, "luong_dot", flops_dot(B, T, S, d)),
         ("keras Attention", "dot", True, "keras_dot", flops_dot(B, T, S, d)),
         ("AdditiveAttention(U=d)", "add", False, "additive", flops_additive(B, T, S, d, U)),
@@ -215,11 +213,23 @@ def main(argv=None) -> dict:
             flops_additive(B, T, S, d, U),
         ),
     ]
+
+
+def build_cases(cfg: dict) -> tuple[list[Case], dict, dict]:
+    """Every contender without and with XLA, then the matmul reference; the weight counts;
+    the largest output gap of ours vs the built-in given the same weights."""
+    B, T, S, d, U, N = (cfg[k] for k in ("B", "T", "S", "d", "U", "N"))
+    rng = np.random.default_rng(0)
+    query = tf.constant(rng.standard_normal((B, T, d)), "float32")
+    memory = tf.constant(rng.standard_normal((B, S, d)), "float32")
+    shapes = ((B, T, d), (B, S, d))
+    keras.utils.set_random_seed(0)
+
     cases: list[Case] = []
     n_weights, max_diff = {}, {}
     for jit in (False, True):
         built = {}
-        for name, group, builtin, kind, flops in specs:
+        for name, group, builtin, kind, flops in contender_specs(B, T, S, d, U):
             forward, variables = build_contender(kind, d, U, shapes)
             built[kind] = forward, variables
             n_weights[name] = count_weights(variables)
@@ -245,13 +255,12 @@ def main(argv=None) -> dict:
     b = tf.constant(rng.standard_normal((N, N)), "float32")
     matmul = tf.function(lambda x, y: (tf.reduce_sum(tf.matmul(x, y)), ()))
     cases.append(Case(f"matmul {N}×{N}×{N}", "matmul", True, False, 2.0 * N**3, matmul, (a, b)))
+    return cases, n_weights, max_diff
 
-    info = C.machine_info()
-    print(f"# bench_layers: B={B} T=S={L} d=U={d}, float32, forward+backward")
-    print(
-        f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, "
-        f"Keras {info['keras']}; keras_attention {info['code']}; repeats={repeats}"
-    )
+
+def print_preamble(cfg: dict, info: dict, n_weights: dict, max_diff: dict) -> None:
+    print(f"# bench_layers: B={cfg['B']} T=S={cfg['T']} d=U={cfg['d']}, float32, forward+backward")
+    print(f"# {C.machine_line(info)}; repeats={cfg['repeats']}")
     print("# weights: " + ", ".join(f"{k}: {v}" for k, v in n_weights.items()))
     print(
         "# same weights, max |ours − built-in| of the outputs: "
@@ -259,16 +268,21 @@ def main(argv=None) -> dict:
         flush=True,
     )
 
+
+def time_cases(cases: list[Case], cfg: dict) -> tuple[float, float]:
+    """Calibrate every case, then the timed rounds: (warm-up s, timed s)."""
     t0 = time.perf_counter()
     for case in cases:
-        calibrate(case, block, warmup)
+        calibrate(case, cfg["block"], cfg["warmup"])
     warm_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for r in range(repeats):
-        for case in C.rotated(cases, r):
-            case.times.append(time_block(case))
-    timed_s = time.perf_counter() - t0
+    timed_s = C.timed_rounds(
+        cases, cfg["repeats"], lambda case: case.times.append(time_block(case))
+    )
+    return warm_s, timed_s
 
+
+def summarize(cases: list[Case]) -> tuple[list[list[str]], list[dict], float]:
+    """Table rows and JSON records of every case, and the matmul reference's GFLOP/s."""
     matmul_case = cases[-1]
     matmul_gflops = matmul_case.flops / C.median(matmul_case.times) / 1e9
     rows, records = [], []
@@ -315,20 +329,24 @@ def main(argv=None) -> dict:
                 "inner_steps": case.inner,
             }
         )
-    header = [
-        "contender",
-        "XLA",
-        "ms/step",
-        "spread",
-        "steps/s",
-        "time vs built-in",
-        "GFLOP/step",
-        "GFLOP/s",
-        "of matmul",
-    ]
-    print()
-    print(C.markdown_table(header, rows))
-    print()
+    return rows, records, matmul_gflops
+
+
+HEADER = [
+    "contender",
+    "XLA",
+    "ms/step",
+    "spread",
+    "steps/s",
+    "time vs built-in",
+    "GFLOP/step",
+    "GFLOP/s",
+    "of matmul",
+]
+
+
+def print_report(rows: list[list[str]], warm_s: float, timed_s: float) -> None:
+    C.print_table(HEADER, rows)
     print(
         "time vs built-in: median over rounds of (our ms / built-in ms) in the same round, "
         "same XLA setting; < 1 means ours is faster. spread: (max − min) / 2 over rounds, "
@@ -339,9 +357,21 @@ def main(argv=None) -> dict:
     if retraced:
         print(f"WARNING: step functions traced more than once: {retraced}")
 
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    tf.get_logger().setLevel("ERROR")  # its retracing warning counts all closures of make_step
+    cfg = settings(args)
+    cases, n_weights, max_diff = build_cases(cfg)
+    info = C.machine_info()
+    print_preamble(cfg, info, n_weights, max_diff)
+    warm_s, timed_s = time_cases(cases, cfg)
+    rows, records, matmul_gflops = summarize(cases)
+    print_report(rows, warm_s, timed_s)
     result = {
         "benchmark": "bench_layers",
-        "config": {"B": B, "T": T, "S": S, "d": d, "U": U, "matmul_N": N, "repeats": repeats},
+        "config": {k: cfg[k] for k in ("B", "T", "S", "d", "U")}
+        | {"matmul_N": cfg["N"], "repeats": cfg["repeats"]},
         "machine": info,
         "matmul_gflop_per_s": matmul_gflops,
         "max_abs_output_diff_vs_builtin": max_diff,

@@ -173,7 +173,7 @@ def fmt_mib(mib: float, bound: bool) -> str:
     return ("≤" if bound else "") + (f"{mib:.0f}" if mib >= 10 else f"{mib:.1f}")
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="T = S values")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
@@ -200,11 +200,11 @@ def main(argv=None) -> dict:
     )
     parser.add_argument("--json", metavar="PATH", default=None, help="also write results here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker is not None:
-        print(json.dumps(worker(json.loads(args.worker))))
-        return {}
+    return parser.parse_args(argv)
 
+
+def settings(args: argparse.Namespace) -> dict:
+    """Sizes, repeats and rounds: `--quick`'s or the full run's, then the explicit options."""
     if args.quick:
         sizes, repeats, rounds = args.sizes or [32, 128], args.repeats or 2, args.rounds or 1
         batch, dim, radius = 2, 16, min(args.radius, 4)
@@ -212,21 +212,27 @@ def main(argv=None) -> dict:
         sizes, repeats, rounds = args.sizes or [512, 2048, 8192], args.repeats or 5, args.rounds
         rounds = rounds or 3
         batch, dim, radius = args.batch, args.dim, args.radius
-    alignments = list(args.alignments)
+    return {"sizes": sizes, "repeats": repeats, "rounds": rounds, "batch": batch, "dim": dim,
+            "radius": radius, "alignments": list(args.alignments)}  # fmt: skip
 
-    info = C.machine_info()
+
+def print_preamble(cfg: dict, args: argparse.Namespace, info: dict) -> None:
     print(
-        f"# bench_local: LuongAttention(score_mode='general'), B={batch}, T=S in {sizes}, "
-        f"d={dim}, D={radius}, float32, {'forward' if args.forward else 'forward+backward'}, "
+        f"# bench_local: LuongAttention(score_mode='general'), B={cfg['batch']}, T=S in "
+        f"{cfg['sizes']}, d={cfg['dim']}, D={cfg['radius']}, float32, "
+        f"{'forward' if args.forward else 'forward+backward'}, "
         f"XLA={'yes' if args.jit_compile else 'no'}, clock={args.clock}"
     )
     print(
-        f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, Keras "
-        f"{info['keras']}; keras_attention {info['code']}; repeats={repeats} per worker, "
-        f"rounds={rounds}",
+        f"# {C.machine_line(info)}; repeats={cfg['repeats']} per worker, rounds={cfg['rounds']}",
         flush=True,
     )
 
+
+def run_rounds(cfg: dict, args: argparse.Namespace) -> tuple[dict, float]:
+    """Every (size, alignment) in a fresh worker, `rounds` times (the alignments rotated):
+    `{(size, alignment): [worker result per round]}` and the seconds it took."""
+    sizes, alignments, rounds = cfg["sizes"], cfg["alignments"], cfg["rounds"]
     results: dict[tuple, list[dict]] = {}
     t0 = time.perf_counter()
     for r in range(rounds):
@@ -234,29 +240,39 @@ def main(argv=None) -> dict:
             for alignment in C.rotated(alignments, r + sizes.index(size)):
                 if alignment == "global" and size > (args.global_max_size or size):
                     continue
-                cfg = {
+                worker_cfg = {
                     "alignment": alignment,
                     "size": size,
-                    "batch": batch,
-                    "dim": dim,
-                    "radius": radius,
-                    "repeats": repeats,
+                    "batch": cfg["batch"],
+                    "dim": cfg["dim"],
+                    "radius": cfg["radius"],
+                    "repeats": cfg["repeats"],
                     "warmup": args.warmup,
                     "jit": args.jit_compile,
                     "forward": args.forward,
                     "clock": args.clock,
                 }
-                res = run_worker(cfg)
+                res = run_worker(worker_cfg)
                 results.setdefault((size, alignment), []).append(res)
                 print(
                     f"#   round {r + 1}/{rounds} S={size:>6} {alignment:<16} "
                     f"{1e3 * res['step_s']:9.1f} ms  peak {res['peak_mib']:8.1f} MiB",
                     flush=True,
                 )
-    elapsed = time.perf_counter() - t0
+    return results, time.perf_counter() - t0
+
+
+def _median_of(results: dict, size: int, alignment: str, key: str) -> float:
+    return C.median([x[key] for x in results[(size, alignment)]])
+
+
+def summarize(results: dict, cfg: dict) -> tuple[list[list[str]], list[dict]]:
+    """Table rows and JSON records: time and peak memory per (size, alignment), their growth
+    from the previous size, and the ratios to global attention at the same size."""
+    sizes, alignments = cfg["sizes"], cfg["alignments"]
 
     def med(size, alignment, key):
-        return C.median([x[key] for x in results[(size, alignment)]])
+        return _median_of(results, size, alignment, key)
 
     def bound(size, alignment):
         return all(x["peak_is_bound"] for x in results[(size, alignment)])
@@ -318,20 +334,23 @@ def main(argv=None) -> dict:
                     "memory_ratio_global_over_this": mem_ratio,
                 }
             )
-    header = [
-        "T=S",
-        "alignment",
-        "ms/step",
-        "spread",
-        "time growth",
-        "speed-up vs global",
-        "peak MiB",
-        "memory growth",
-        "global mem / this",
-    ]
-    print()
-    print(C.markdown_table(header, rows))
-    print()
+    return rows, records
+
+
+HEADER = [
+    "T=S",
+    "alignment",
+    "ms/step",
+    "spread",
+    "time growth",
+    "speed-up vs global",
+    "peak MiB",
+    "memory growth",
+    "global mem / this",
+]
+
+
+def print_growth_note(sizes: list[int]) -> None:
     step = f"{sizes[1] / sizes[0]:g}× in S" if len(sizes) > 1 else "n/a"
     print(
         f"growth: figure at this S / figure at the previous S ({step}: linear = "
@@ -339,47 +358,71 @@ def main(argv=None) -> dict:
         if len(sizes) > 1
         else "growth: needs two sizes."
     )
-    verdict = None
-    largest = max(size for size, alignment in results if alignment == "global")
-    if "global" in alignments and "local_predictive" in alignments:
-        speedup = next(
-            r["speedup_vs_global"]
-            for r in records
-            if r["size"] == largest and r["alignment"] == "local_predictive"
-        )
-        verdict = speedup >= TARGET_SPEEDUP
-        print(
-            f"target: local_predictive >= {TARGET_SPEEDUP:g}× faster than global at S={largest}: "
-            f"{speedup:.1f}× -> {'MET' if verdict else 'NOT MET'}"
-            + ("" if largest == 8192 else " (the target is stated for S=8192)")
-        )
-    floors = {}
-    if "floor" in alignments:
-        # floor: the measured dense part (query projection, position network, one read of the
-        # inputs, one write of the output) plus the window arithmetic (scores and context,
-        # 4·B·T·(2D+1)·d FLOPs forward) at the dense part's FLOP rate: dense FLOPs are
-        # 2·B·T·d² + 2·B·T·d·U with U = d, so the window adds (2D+1)/d of them.
-        width = 2 * radius + 1
-        for size in sizes:
-            floor_ms = 1e3 * med(size, "floor", "step_s") * (1 + width / dim)
-            line = f"floor at S={size}: {floor_ms:.1f} ms (dense part × (1 + (2D+1)/d))"
-            for alignment in ("local_predictive", "local_monotonic"):
-                if alignment in alignments:
-                    ratio = 1e3 * med(size, alignment, "step_s") / floor_ms
-                    floors[f"{size}/{alignment}"] = ratio
-                    line += f"; {alignment} = {ratio:.1f}× the floor"
-            print(line)
-    print(f"total {elapsed:.0f} s")
 
+
+def check_target(results: dict, records: list[dict], alignments: list[str]) -> bool | None:
+    """Print and return whether local_predictive is TARGET_SPEEDUP× faster than global at the
+    largest size timed for global (`None` when either was not run)."""
+    largest = max(size for size, alignment in results if alignment == "global")
+    if "global" not in alignments or "local_predictive" not in alignments:
+        return None
+    speedup = next(
+        r["speedup_vs_global"]
+        for r in records
+        if r["size"] == largest and r["alignment"] == "local_predictive"
+    )
+    verdict = speedup >= TARGET_SPEEDUP
+    print(
+        f"target: local_predictive >= {TARGET_SPEEDUP:g}× faster than global at S={largest}: "
+        f"{speedup:.1f}× -> {'MET' if verdict else 'NOT MET'}"
+        + ("" if largest == 8192 else " (the target is stated for S=8192)")
+    )
+    return verdict
+
+
+def print_floors(results: dict, cfg: dict) -> dict:
+    """Each local alignment's time over the floor, per size (printed; empty without the
+    `floor` path)."""
+    floors: dict = {}
+    alignments = cfg["alignments"]
+    if "floor" not in alignments:
+        return floors
+    # floor: the measured dense part (query projection, position network, one read of the
+    # inputs, one write of the output) plus the window arithmetic (scores and context,
+    # 4·B·T·(2D+1)·d FLOPs forward) at the dense part's FLOP rate: dense FLOPs are
+    # 2·B·T·d² + 2·B·T·d·U with U = d, so the window adds (2D+1)/d of them.
+    width = 2 * cfg["radius"] + 1
+    for size in cfg["sizes"]:
+        floor_ms = 1e3 * _median_of(results, size, "floor", "step_s") * (1 + width / cfg["dim"])
+        line = f"floor at S={size}: {floor_ms:.1f} ms (dense part × (1 + (2D+1)/d))"
+        for alignment in ("local_predictive", "local_monotonic"):
+            if alignment in alignments:
+                ratio = 1e3 * _median_of(results, size, alignment, "step_s") / floor_ms
+                floors[f"{size}/{alignment}"] = ratio
+                line += f"; {alignment} = {ratio:.1f}× the floor"
+        print(line)
+    return floors
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    if args.worker is not None:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return {}
+    cfg = settings(args)
+    info = C.machine_info()
+    print_preamble(cfg, args, info)
+    results, elapsed = run_rounds(cfg, args)
+    rows, records = summarize(results, cfg)
+    C.print_table(HEADER, rows)
+    print_growth_note(cfg["sizes"])
+    verdict = check_target(results, records, cfg["alignments"])
+    floors = print_floors(results, cfg)
+    print(f"total {elapsed:.0f} s")
     result = {
         "benchmark": "bench_local",
         "config": {
-            "batch": batch,
-            "dim": dim,
-            "radius": radius,
-            "sizes": sizes,
-            "repeats": repeats,
-            "rounds": rounds,
+            **{k: cfg[k] for k in ("batch", "dim", "radius", "sizes", "repeats", "rounds")},
             "jit_compile": args.jit_compile,
         },
         "machine": info,

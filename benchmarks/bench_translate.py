@@ -412,7 +412,7 @@ def search_option_ratios(cases, K, args, records, info, B, S, L, d, V, repeats) 
 
 
 # ---------------------------------------------------------------------------- main
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: smoke test")
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 7)")
@@ -435,20 +435,22 @@ def main(argv=None) -> dict:
         help="only the Translator with sampling (temperature/top-k/top-p) vs greedy and beam "
         "with vs without the coverage penalty, XLA and graph",
     )
-    args = parser.parse_args(argv)
-    tf.get_logger().setLevel("ERROR")
-    if args.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    return parser.parse_args(argv)
 
+
+def settings(args: argparse.Namespace) -> dict:
+    """Sizes and repeats: `--quick`'s or the full run's, then the explicit options."""
     if args.quick:
         B, S, L, d, V, repeats = 4, 8, 6, 16, 40, args.repeats or 2
     else:
         B, S, L, d, V, repeats = 64, 50, 50, 256, 8000, args.repeats or 7
     B, S, L = args.batch or B, args.length or S, args.max_length or L
     d, V, K = args.units or d, args.vocab or V, args.beam_width
+    return {"B": B, "S": S, "L": L, "d": d, "V": V, "K": K, "repeats": repeats}
 
-    info = C.machine_info()
+
+def print_preamble(cfg: dict, args: argparse.Namespace, info: dict) -> None:
+    B, S, L, d, V, K = (cfg[k] for k in ("B", "S", "L", "d", "V", "K"))
     print(
         f"# bench_translate: B={B}, S={S} (valid lengths in [{max(2, S // 2)}, {S}]), "
         f"max_length={L}, vocab {V} (source = target), embedding {d}, bidirectional LSTM {d} "
@@ -456,14 +458,47 @@ def main(argv=None) -> dict:
         f"float32; end token suppressed (bias -1e4)"
     )
     print(
-        f"# {info['cpu']}, {info['cores']} cores; TF {info['tensorflow']}, "
-        f"Keras {info['keras']}; keras_attention {info['code']}; repeats={repeats}; "
+        f"# {C.machine_line(info)}; repeats={cfg['repeats']}; "
         f"TF threads {args.threads or 'default'}",
         flush=True,
     )
 
-    source = make_source(B, S, V)
-    model = build_model(S, d, V)
+
+def warm_up(cases: list) -> None:
+    """First call (tracing + compilation + one decode, timed) and a second call whose result
+    is kept; a case that fails is marked."""
+    for case in cases:
+        if case.error:
+            continue
+        try:
+            t0 = time.perf_counter()
+            case.run()
+            case.first_call_s = time.perf_counter() - t0
+            case.result = case.run()
+        except Exception as e:  # noqa: BLE001
+            case.error = f"{type(e).__name__}: {e}"
+
+
+def time_live_cases(live: list, repeats: int) -> tuple[float, list[float]]:
+    """`repeats` rounds over the live cases (rotated each round): the seconds it took and the
+    1-minute load average at the start of each round."""
+    t0 = time.perf_counter()
+    loads = []
+    for r in range(repeats):
+        loads.append(os.getloadavg()[0])
+        for case in C.rotated(live, r):
+            t1 = time.perf_counter()
+            case.run()
+            case.times.append(time.perf_counter() - t1)
+    return time.perf_counter() - t0, loads
+
+
+def run_cases(cfg: dict, args: argparse.Namespace) -> dict:
+    """Build the model and the cases (with their SavedModel exports, in a temporary folder),
+    warm them up and time them."""
+    source = make_source(cfg["B"], cfg["S"], cfg["V"])
+    model = build_model(cfg["S"], cfg["d"], cfg["V"])
+    L, K = cfg["L"], cfg["K"]
     tmpdir = tempfile.mkdtemp(prefix="bench_translate_")
     t_start = time.perf_counter()
     try:
@@ -475,30 +510,17 @@ def main(argv=None) -> dict:
             )
         else:
             cases, exports, floor_flops = make_cases(model, source, L, K, tmpdir)
-        for case in cases:
-            if case.error:
-                continue
-            try:
-                t0 = time.perf_counter()
-                case.run()
-                case.first_call_s = time.perf_counter() - t0
-                case.result = case.run()
-            except Exception as e:  # noqa: BLE001
-                case.error = f"{type(e).__name__}: {e}"
+        warm_up(cases)
         warm_s = time.perf_counter() - t_start
-        live = [c for c in cases if not c.error]
-        t0 = time.perf_counter()
-        loads = []
-        for r in range(repeats):
-            loads.append(os.getloadavg()[0])
-            for case in C.rotated(live, r):
-                t1 = time.perf_counter()
-                case.run()
-                case.times.append(time.perf_counter() - t1)
-        timed_s = time.perf_counter() - t0
+        timed_s, loads = time_live_cases([c for c in cases if not c.error], cfg["repeats"])
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+    return {"cases": cases, "exports": exports, "floor_flops": floor_flops, "warm_s": warm_s,
+            "timed_s": timed_s, "loads": loads}  # fmt: skip
 
+
+def summarize(cases: list, B: int) -> tuple[list[list[str]], list[dict]]:
+    """Table rows and JSON records of every case (speed against the eager Python loop)."""
     eager_loop = find(cases, "loop", "greedy", None)
     rows, records = [], []
     for case in cases:
@@ -537,20 +559,24 @@ def main(argv=None) -> dict:
                 "speedup_vs_eager_python_loop": speedup,
             }
         )
-    header = [
-        "method",
-        "search",
-        "XLA",
-        "first call s",
-        "ms/batch",
-        "spread",
-        "sentences/s",
-        "mean length",
-        "speed vs eager loop",
-    ]
-    print()
-    print(C.markdown_table(header, rows))
-    print()
+    return rows, records
+
+
+HEADER = [
+    "method",
+    "search",
+    "XLA",
+    "first call s",
+    "ms/batch",
+    "spread",
+    "sentences/s",
+    "mean length",
+    "speed vs eager loop",
+]
+
+
+def print_report(rows: list[list[str]]) -> None:
+    C.print_table(HEADER, rows)
     print(
         "ms/batch: median over rounds (one batch of B sentences, encoder included); spread: "
         "(max − min) / 2 over rounds, relative to the median; speed vs eager loop: median over "
@@ -558,10 +584,10 @@ def main(argv=None) -> dict:
         "compilation + one decode."
     )
 
-    if args.search_options:
-        return search_option_ratios(cases, K, args, records, info, B, S, L, d, V, repeats)
 
-    # Ratios against the targets.
+def target_ratios(cases: list, K: int) -> dict:
+    """Printed and returned: the XLA greedy search against the Python loops, beam against
+    greedy, SavedModel against Translator."""
     jit_greedy = find(cases, "translator", "greedy", True)
     ratios = {}
     print()
@@ -602,6 +628,13 @@ def main(argv=None) -> dict:
                 f"SavedModel / Translator time, {search}, XLA {jit_label(jit)}: {value:.2f}× "
                 f"{span(rounds)}"
             )
+    return ratios
+
+
+def greedy_agreement(cases: list) -> float | None:
+    """The share of greedy ids equal between the eager Python loop and the XLA Translator."""
+    eager_loop = find(cases, "loop", "greedy", None)
+    jit_greedy = find(cases, "translator", "greedy", True)
     agree = None
     loop_result, translator_result = (
         eager_loop and eager_loop.result,
@@ -610,7 +643,11 @@ def main(argv=None) -> dict:
     if loop_result and translator_result:
         agree = float(np.mean(loop_result["ids"] == translator_result["ids"]))
         print(f"greedy ids, eager python loop vs XLA Translator: {100 * agree:.1f}% equal")
-    # Where the time goes: encoder vs decoder steps, against the dense-matmul floor.
+    return agree
+
+
+def time_breakdown(cases: list, floor_flops: float, L: int) -> dict:
+    """Where the time goes: encoder vs decoder steps, against the dense-matmul floor."""
     breakdown = {}
     floor = find(cases, "floor", "—", True)
     floor_ms = 1e3 * C.median(floor.times) if floor else float("nan")
@@ -634,16 +671,44 @@ def main(argv=None) -> dict:
             f"({100 * encode_ms / ms:.0f}%), decoder {per_step:.2f} ms/step "
             f"({per_step / (floor_ms / L):.2f}× the greedy matmul floor)"
         )
-    for case in cases:
+    return breakdown
+
+
+def print_run_notes(run: dict) -> None:
+    """Failed cases, export times, the run's durations and load."""
+    for case in run["cases"]:
         if case.error:
             print(f"# {case.name} (XLA {jit_label(case.jit)}) failed: {case.error}")
     export_text = ", ".join(
-        f"{s} XLA {jit_label(j)} {t:.1f} s" for (s, j), t in sorted(exports.items(), key=str)
+        f"{s} XLA {jit_label(j)} {t:.1f} s" for (s, j), t in sorted(run["exports"].items(), key=str)
     )
     print(f"SavedModel export times: {export_text}")
-    print(f"build + export + warm-up {warm_s:.0f} s, timed rounds {timed_s:.0f} s")
+    print(f"build + export + warm-up {run['warm_s']:.0f} s, timed rounds {run['timed_s']:.0f} s")
+    loads = run["loads"]
     print(f"1-min load average at the start of each round: {min(loads):.2f}–{max(loads):.2f}")
 
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    tf.get_logger().setLevel("ERROR")
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    cfg = settings(args)
+    B, S, L, d, V, K, repeats = (cfg[k] for k in ("B", "S", "L", "d", "V", "K", "repeats"))
+    info = C.machine_info()
+    print_preamble(cfg, args, info)
+    run = run_cases(cfg, args)
+    cases = run["cases"]
+    rows, records = summarize(cases, B)
+    print_report(rows)
+    if args.search_options:
+        return search_option_ratios(cases, K, args, records, info, B, S, L, d, V, repeats)
+
+    ratios = target_ratios(cases, K)
+    agree = greedy_agreement(cases)
+    breakdown = time_breakdown(cases, run["floor_flops"], L)
+    print_run_notes(run)
     result = {
         "benchmark": "bench_translate",
         "config": {
@@ -658,14 +723,14 @@ def main(argv=None) -> dict:
             "repeats": repeats,
             "threads": args.threads,
         },
-        "load_average_per_round": loads,
+        "load_average_per_round": run["loads"],
         "machine": info,
         "results": records,
         "ratios": ratios,
         "greedy_ids_agreement": agree,
-        "matmul_floor_gflop_per_batch": floor_flops / 1e9,
+        "matmul_floor_gflop_per_batch": run["floor_flops"] / 1e9,
         "breakdown": breakdown,
-        "export_seconds": {f"{s}, xla {jit_label(j)}": t for (s, j), t in exports.items()},
+        "export_seconds": {f"{s}, xla {jit_label(j)}": t for (s, j), t in run["exports"].items()},
     }
     return C.write_json(args.json, result)
 

@@ -227,7 +227,7 @@ class BaseAttentionCell(keras.layers.Layer):
             # Rows of the LSTM kernel that see the fed-back vector, sliced once per sequence:
             # sliced inside the loop, every step's gradient would be a full-kernel tensor.
             extra = self._cell_input_dim(0, memory.shape[-1])
-            feed_kernel = self.cell.kernel[self.cell.kernel.shape[0] - extra :]
+            feed_kernel = self._weight(self.cell.kernel)[self.cell.kernel.shape[0] - extra :]
         prepared = tuple(layer.prepare_memory(memory, None, mask) for layer in self.attentions)
         return CellMemory(prepared, feed_kernel)
 
@@ -251,18 +251,26 @@ class BaseAttentionCell(keras.layers.Layer):
         if not self._fused_lstm():
             return inputs
         rows = inputs.shape[-1]
-        return matmul(inputs, self.cell.kernel[:rows]) + self.cell.bias
+        return matmul(inputs, self._weight(self.cell.kernel)[:rows]) + self._weight(self.cell.bias)
+
+    def _weight(self, variable):
+        """A variable of the wrapped cell read in the compute dtype: `step` and
+        `prepare_memory` also run outside `__call__` (the searches), where Keras does not
+        autocast under a mixed policy."""
+        return ops.cast(variable, self.compute_dtype)
 
     def _cell_step(self, inputs, extra, cell_states, memory, training):
         """Step the wrapped cell on `[inputs; extra]` (inputs already through `project_inputs`)."""
         cell = self.cell
         if self._fused_lstm():
             h, c = cell_states
-            z = inputs + matmul(h, cell.recurrent_kernel)
+            z = inputs + matmul(h, self._weight(cell.recurrent_kernel))
             if extra is not None:
                 feed_kernel = memory.feed_kernel
                 if feed_kernel is None:  # memory prepared before the cell was built
-                    feed_kernel = cell.kernel[cell.kernel.shape[0] - extra.shape[-1] :]
+                    feed_kernel = self._weight(cell.kernel)[
+                        cell.kernel.shape[0] - extra.shape[-1] :
+                    ]
                 z = z + matmul(extra, feed_kernel)
             i, f, g, o = ops.split(z, 4, axis=-1)
             act, gate = cell.activation, cell.recurrent_activation

@@ -193,6 +193,15 @@ class LuongAttentionCell(BaseAttentionCell):
                 for i, size in enumerate(sizes)
             ]
 
+    @property
+    def attention_layer_kernels(self) -> list:
+        """The `W_c` of each attention layer, in order (tfa's `_attention_layers/{i}/kernel`);
+        empty without an attention layer (`attention_layer=False`) or before the cell is built.
+        Read-only: the variables themselves, to read or `assign`."""
+        if not self.attention_layer or not self.built:
+            return []
+        return self._kernels()
+
     def _kernels(self) -> list:
         """The `W_c` of each attention layer, in order."""
         if len(self.attentions) == 1:

@@ -266,9 +266,8 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
         mapped, unmatched = _attention_mapping(i, layer)
         expected.update(mapped)
         no_counterpart += unmatched
-    if cell.attention_layer:
-        for i, kernel in enumerate(cell._kernels()):
-            expected[f"_attention_layers/{i}/kernel"] = kernel
+    for i, kernel in enumerate(cell.attention_layer_kernels):
+        expected[f"_attention_layers/{i}/kernel"] = kernel
 
     missing = sorted(p for p in expected if p not in found)
     used = {found[p][0] for p in expected if p in found}

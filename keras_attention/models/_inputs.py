@@ -1,5 +1,11 @@
-"""Source ids as `Seq2Seq` and `Translator` take them: the checks of host ids, and the one
-padding step a source with no steps becomes."""
+"""Token ids as `Seq2Seq` and `Translator` take them: the checks of host ids, the rule for ids
+outside the vocabulary, and the one padding step a source with no steps becomes.
+
+Out-of-vocabulary ids (docs/design.md §6, "Out-of-vocabulary ids"): with an `oov_id` they are
+mapped to it inside the model (`map_out_of_vocabulary`); without one, host data (NumPy arrays,
+lists) is checked before anything runs (`check_host_ids`), and a backend tensor that is not read
+back embeds such an id as a zero vector, on every backend (`embed`).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,24 @@ from typing import Any
 import numpy as np
 from keras import ops
 
+_OOV_HINT = " (give the model an `oov_id`, e.g. oov_id=1, to map such ids to an unknown token)"
 
-def check_host_source_ids(ids: Any, vocabulary_size: int) -> np.ndarray:
+
+def check_host_ids(name: str, ids: np.ndarray, vocabulary_size: int) -> None:
+    """A `ValueError` naming `name` when host integer ids leave `[0, vocabulary_size)`."""
+    if ids.size and np.issubdtype(ids.dtype, np.integer):
+        low, high = ids.min(), ids.max()
+        if low < 0 or high >= vocabulary_size:
+            raise ValueError(
+                f"`{name}` must be in [0, {vocabulary_size}) (the vocabulary of that side). "
+                f"Received ids from {low} to {high}{_OOV_HINT}"
+            )
+
+
+def check_host_source_ids(ids: Any, vocabulary_size: int, oov_id: int | None = None) -> np.ndarray:
     """Source ids given as host data (NumPy, lists) checked before decoding: a `[batch,
-    length]` array of integers in `[0, vocabulary_size)`; returned as int32 NumPy."""
+    length]` array of integers, in `[0, vocabulary_size)` unless the model maps ids outside it
+    to `oov_id`; returned as int32 NumPy."""
     ids = np.asarray(ids)
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(
@@ -22,12 +42,29 @@ def check_host_source_ids(ids: Any, vocabulary_size: int) -> np.ndarray:
             "`source_ids` must be a [batch, length] array of integer token ids. Received: "
             f"shape {ids.shape}"
         )
-    if ids.size and (ids.min() < 0 or ids.max() >= vocabulary_size):
-        raise ValueError(
-            f"`source_ids` must be in [0, {vocabulary_size}) (the source vocabulary). "
-            f"Received ids from {ids.min()} to {ids.max()}"
-        )
+    if oov_id is None:
+        check_host_ids("source_ids", ids, vocabulary_size)
+    elif ids.size:  # int32 keeps the range test exact for ids past 2**31 too
+        ids = np.where((ids >= 0) & (ids < vocabulary_size), ids, oov_id)
     return ids.astype("int32")
+
+
+def map_out_of_vocabulary(ids, vocabulary_size: int, oov_id: int | None):
+    """Ids outside `[0, vocabulary_size)` replaced by `oov_id` (unchanged when it is `None`)."""
+    if oov_id is None:
+        return ids
+    ids = ops.convert_to_tensor(ids)
+    valid = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary_size))
+    return ops.where(valid, ids, ops.full_like(ids, oov_id))
+
+
+def embed(embedding, ids):
+    """`embedding(ids)` with an id outside `[0, input_dim)` read as a zero vector: the same
+    finite result on every backend (Keras' `Embedding` raises on TensorFlow and PyTorch and
+    gives NaN on JAX). The step keeps its mask (it is not padding)."""
+    valid = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, embedding.input_dim))
+    vectors = embedding(ops.where(valid, ids, ops.zeros_like(ids)))
+    return vectors * ops.cast(ops.expand_dims(valid, -1), vectors.dtype)
 
 
 def at_least_one_step(source_ids):

@@ -22,6 +22,7 @@ from keras_attention.layers import (
     LuongAttention,
     LuongMonotonicAttention,
 )
+from keras_attention.models._inputs import embed
 from keras_attention.models._options import ATTENTION_TYPES, HANDOVERS, ConfigLayer
 
 
@@ -35,7 +36,8 @@ class Seq2SeqDecoder(ConfigLayer):
     LSTM/GRU cells → `Dense(V)`. The encoder's final states are handed over to every decoder
     layer: through a `Dense(units, tanh)` per state (`state_handover="dense"`, Bahdanau's
     `s_0 = tanh(W_s h_1)`), copied (`"copy"`, needs the encoder's state size to equal
-    `units`), or not at all (`"none"`, zeros).
+    `units`), or not at all (`"none"`, zeros). Under a mixed dtype policy (`mixed_float16`,
+    `mixed_bfloat16`) the projection `Dense(V)` computes in float32, so the logits are float32.
 
     Args:
         vocabulary_size: Target vocabulary size V (0 = padding).
@@ -174,7 +176,13 @@ class Seq2SeqDecoder(ConfigLayer):
                 keras.layers.Dense(self.units, activation="tanh", name=f"bridge_{i}")
                 for i in range(self.num_layers * states_per_layer)
             ]
-        self.projection = keras.layers.Dense(self.vocabulary_size, name="projection")
+        # Under a mixed policy the vocabulary projection computes in float32 (its inputs are
+        # cast), so logits, the loss's softmax and the searches' scores are float32
+        # (docs/design.md §6); otherwise it follows the policy like every other layer.
+        mixed = self.dtype_policy.compute_dtype in ("float16", "bfloat16")
+        self.projection = keras.layers.Dense(
+            self.vocabulary_size, dtype="float32" if mixed else None, name="projection"
+        )
 
     def build(self, target_ids_shape, memory_shape) -> None:
         target_shape, memory_shape = tuple(target_ids_shape), tuple(memory_shape)
@@ -210,7 +218,7 @@ class Seq2SeqDecoder(ConfigLayer):
         training=None,
         return_attention_scores=False,
     ):
-        x = self.dropout_layer(self.embedding(target_ids), training=training)
+        x = self.dropout_layer(embed(self.embedding, target_ids), training=training)
         mask = ops.not_equal(target_ids, 0)
         states = self.initial_state(encoder_states or [], ops.shape(target_ids)[0])
         feed_back = {}

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention._validation import check_flag
+from keras_attention.models._inputs import embed
 from keras_attention.models._options import ConfigLayer
 
 
@@ -92,7 +93,7 @@ class Seq2SeqEncoder(ConfigLayer):
 
     def call(self, source_ids, training=None):
         mask = ops.not_equal(source_ids, 0)
-        x = self.dropout_layer(self.embedding(source_ids), training=training)
+        x = self.dropout_layer(embed(self.embedding, source_ids), training=training)
         states = []
         for i, layer in enumerate(self.rnn_layers):
             if i:

@@ -13,7 +13,12 @@ from keras_attention._validation import check_flag, check_int
 from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
 from keras_attention.decoding.step_fn import check_tokens
-from keras_attention.models._inputs import at_least_one_step, check_host_source_ids
+from keras_attention.models._inputs import (
+    at_least_one_step,
+    check_host_ids,
+    check_host_source_ids,
+    map_out_of_vocabulary,
+)
 from keras_attention.models.decoder import Seq2SeqDecoder
 from keras_attention.models.encoder import Seq2SeqEncoder
 from keras_attention.models.translator import Translator
@@ -68,6 +73,17 @@ class Seq2Seq(keras.Model):
             decoding are unaffected. Defaults to `None` (off).
         scheduled_sampling_mode: `"sample"` (from the softmax) or `"argmax"`. Defaults to
             `"sample"`.
+        oov_id: The id that source and target ids outside their vocabulary
+            (`id < 0` or `id >= vocabulary size`) are mapped to inside the model, in `fit`,
+            `evaluate`, `predict`, `generate` and `Translator` alike (e.g. `1`, the `[UNK]` of
+            `keras_attention.text`'s tokenizers); in `[0, min(source_vocabulary_size,
+            target_vocabulary_size))`. Defaults to `None`: such ids are an error where they
+            are host data (NumPy arrays given to the model, `fit` (and its
+            `validation_data`), `evaluate`, `predict` or the `*_on_batch` methods; NumPy
+            arrays or lists given to `generate` or a `Translator`), and where they are backend
+            tensors that the model does not read back (a `tf.data` pipeline, a traced or
+            exported function) each embeds as a zero vector, on every backend
+            (docs/design.md §6).
         source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
         target_tokenizer: Optional tokenizer of the target side.
         **kwargs: Base model arguments (`name`, ...).
@@ -110,6 +126,7 @@ class Seq2Seq(keras.Model):
         scheduled_sampling_mode: str = "sample",
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
+        oov_id: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -129,6 +146,7 @@ class Seq2Seq(keras.Model):
                     f"Received: {name}=0"
                 )
         self.start_id, self.end_id = int(start_id), int(end_id)
+        self.oov_id = _check_oov_id(oov_id, source_vocabulary_size, target_vocabulary_size)
         units = check_int("units", units, minimum=1)
         encoder_units = check_int(
             "encoder_units", units if encoder_units is None else encoder_units, minimum=1
@@ -157,6 +175,8 @@ class Seq2Seq(keras.Model):
         if scheduled_sampling is not None:  # (absent keys keep older configs identical)
             self._config["scheduled_sampling"] = scheduled_sampling
             self._config["scheduled_sampling_mode"] = scheduled_sampling_mode
+        if self.oov_id is not None:
+            self._config["oov_id"] = self.oov_id
         memory_dim = encoder_units * (2 if bidirectional else 1)
         is_luong = str(attention).lower() == "luong"
         if is_luong and str(score_mode).lower() == "dot" and memory_dim != units:
@@ -213,6 +233,58 @@ class Seq2Seq(keras.Model):
         the model is built), or `None` when scheduled sampling is off."""
         return self.decoder.rnn_layer.sampling_probability
 
+    # ---------------------------------------------------------------- out-of-vocabulary ids
+    def _in_vocabulary(self, ids, side: str):
+        size = self.source_vocabulary_size if side == "source" else self.target_vocabulary_size
+        return map_out_of_vocabulary(ids, size, self.oov_id)
+
+    def _check_host_inputs(self, inputs) -> None:
+        """Host ids (NumPy arrays) outside the vocabularies are an error when there is no
+        `oov_id` (tensors are not read back: see `oov_id`)."""
+        if self.oov_id is not None:
+            return
+        if isinstance(inputs, dict):
+            pairs = [(name, inputs.get(name)) for name in INPUT_NAMES]
+        elif isinstance(inputs, (list, tuple)) and len(inputs) == 2:
+            pairs = list(zip(INPUT_NAMES, inputs))
+        else:  # a dataset, a generator, a tensor: the in-model rule applies
+            return
+        sizes = (self.source_vocabulary_size, self.target_vocabulary_size)
+        for (name, ids), size in zip(pairs, sizes):
+            if isinstance(ids, np.ndarray):
+                check_host_ids(name, ids, size)
+
+    def __call__(self, *args, **kwargs):
+        self._check_host_inputs(args[0] if args else kwargs.get("inputs"))
+        return super().__call__(*args, **kwargs)
+
+    def fit(self, x=None, *args, **kwargs):
+        self._check_host_inputs(x)
+        validation = kwargs.get("validation_data")
+        if isinstance(validation, (list, tuple)) and validation:
+            self._check_host_inputs(validation[0])
+        return super().fit(x, *args, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        self._check_host_inputs(x)
+        return super().evaluate(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        self._check_host_inputs(x)
+        return super().predict(x, *args, **kwargs)
+
+    def train_on_batch(self, x, *args, **kwargs):
+        self._check_host_inputs(x)
+        return super().train_on_batch(x, *args, **kwargs)
+
+    def test_on_batch(self, x, *args, **kwargs):
+        self._check_host_inputs(x)
+        return super().test_on_batch(x, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        self._check_host_inputs(x)
+        return super().predict_on_batch(x)
+
     # ---------------------------------------------------------------- training graph
     def build(self, inputs_shape) -> None:
         source_shape, target_shape = _split_inputs(inputs_shape, "inputs_shape")
@@ -225,7 +297,8 @@ class Seq2Seq(keras.Model):
         source_ids, target_ids = _check_ids(*_split_inputs(inputs, "inputs"))
         if source_ids.shape[0] == 0:  # an empty batch: empty logits
             return ops.zeros((0, target_ids.shape[1], self.target_vocabulary_size))
-        source_ids = at_least_one_step(source_ids)
+        source_ids = at_least_one_step(self._in_vocabulary(source_ids, "source"))
+        target_ids = self._in_vocabulary(target_ids, "target")
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         return self.decoder(
             target_ids, memory, memory_mask=memory_mask, encoder_states=states, training=training
@@ -238,7 +311,8 @@ class Seq2Seq(keras.Model):
     # ---------------------------------------------------------------- inference
     def encode(self, source_ids, training=False):
         """`(memory, memory_mask, decoder initial state)` for source ids `[B, S]`."""
-        source_ids = at_least_one_step(ops.cast(source_ids, "int32"))
+        source_ids = self._in_vocabulary(ops.cast(source_ids, "int32"), "source")
+        source_ids = at_least_one_step(source_ids)
         memory, memory_mask, states = self.encoder(source_ids, training=training)
         batch = ops.shape(source_ids)[0]
         initial = self.decoder.initial_state(states, batch)
@@ -293,7 +367,7 @@ class Seq2Seq(keras.Model):
                 f"beam_width={beam_width}"
             )
         if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
-            source_ids = check_host_source_ids(source_ids, self.source_vocabulary_size)
+            source_ids = check_host_source_ids(source_ids, self.source_vocabulary_size, self.oov_id)
         source_ids = ops.convert_to_tensor(source_ids)
         if len(source_ids.shape) != 2:
             raise ValueError(
@@ -378,6 +452,16 @@ def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
             )
         value = tokenizer.vocabulary_size
     return check_int(name, value, minimum=1)
+
+
+def _check_oov_id(oov_id: Any, source_size: int, target_size: int) -> int | None:
+    oov_id = check_int("oov_id", oov_id, minimum=0, allow_none=True)
+    if oov_id is not None and oov_id >= min(source_size, target_size):
+        raise ValueError(
+            "`oov_id` must be an id of both vocabularies, in [0, "
+            f"{min(source_size, target_size)}). Received: oov_id={oov_id}"
+        )
+    return oov_id
 
 
 def _check_ids(source_ids, target_ids) -> tuple:

@@ -183,7 +183,9 @@ class Translator:
             seed = check_int("seed", seed, minimum=0)
             if seed >= 2**31:
                 raise ValueError(f"`seed` must be in [0, 2**31). Received: seed={seed}")
-        source_ids = check_host_source_ids(source_ids, self.model.source_vocabulary_size)
+        source_ids = check_host_source_ids(
+            source_ids, self.model.source_vocabulary_size, getattr(self.model, "oov_id", None)
+        )
         batch, length = source_ids.shape
         if batch == 0:  # the keys of a non-empty result, zero rows
             empty = empty_search_result(self.max_length, self.beam_width, length)

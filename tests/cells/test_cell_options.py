@@ -113,7 +113,7 @@ def test_options_match_reference(seed, case):
     outputs, alignments, *states = rnn(y, memory, memory_mask=mask, mask=tmask)
     kernels = None
     if cell.attention_layer:
-        kernels = [to_numpy(k) for k in cell._kernels()]
+        kernels = [to_numpy(k) for k in cell.attention_layer_kernels]
     want = ref.luong_decoder(
         y,
         memory,
@@ -352,3 +352,19 @@ def test_prepared_memory_is_a_named_type():
     keys, value, _ = prepared.attentions[0]  # unpacks as the tuple it was
     assert tuple(keys.shape) == (2, 3, 5) and value is prepared.value  # concat: [B, S, U]
     assert tuple(prepared.attentions[1].keys.shape) == (2, 4, 3)  # dot: [B, d, S], once
+
+
+def test_attention_layer_kernels_is_the_public_view_of_w_c():
+    """`attention_layer_kernels` (what the tfa checkpoint migration maps): one `W_c` per
+    attention layer, `[d_s + d_h, units_i]`, the cell's own variables; none without the layer."""
+    two = LuongAttentionCell(
+        keras.layers.LSTMCell(4), [LuongAttention("dot"), LuongAttention("general")], units=[3, 5]
+    )
+    assert two.attention_layer_kernels == []  # not built yet
+    two.build((2, 6), (2, 7, 4))
+    kernels = two.attention_layer_kernels
+    assert [tuple(k.shape) for k in kernels] == [(8, 3), (8, 5)]
+    assert all(any(k is w for w in two.weights) for k in kernels)
+    bare = LuongAttentionCell(keras.layers.GRUCell(4), LuongAttention("dot"), attention_layer=False)
+    bare.build((2, 6), (2, 7, 4))
+    assert bare.attention_layer_kernels == []
