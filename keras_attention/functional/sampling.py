@@ -637,8 +637,18 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
                 done,
             )
 
-        _, token, _, _ = ops.while_loop(cond, body, (0, token, value, goal <= 0))
+        _, token, _, _ = _rounds(cond, body, (0, token, value, goal <= 0), unrolled=1)
     return ops.where(total > 0, token, ops.zeros_like(token))  # (no kept token: 0)
+
+
+def _rounds(cond, body, state, unrolled: int):
+    """`ops.while_loop(cond, body, state)` with its first `unrolled` rounds written out (a
+    finished row stays put, so extra rounds change nothing): most batches finish within
+    them and the loop then stops at its first test. A loop nested in a decoding loop costs
+    more per round than straight-line code under XLA on CPU (BENCHMARKS.md, section 4)."""
+    for _ in range(unrolled):
+        state = body(*state)
+    return ops.while_loop(cond, body, state)
 
 
 def _nucleus_chain(values, weights, scores, goal):
@@ -687,7 +697,7 @@ def _nucleus_chain(values, weights, scores, goal):
 
     winner, value = first_reaching(scores, ops.max(scores, axis=-1, keepdims=True, initial=-1.0))
     start = (0, winner, value, goal[:, 0] <= 0)
-    _, winner, _, _ = ops.while_loop(cond, body, start)
+    _, winner, _, _ = _rounds(cond, body, start, unrolled=3)
     return winner
 
 
