@@ -65,11 +65,12 @@ class BaseAttentionCell(keras.layers.Layer):
                     f"`{name}` must be a keras_attention AdditiveAttention or LuongAttention "
                     f"layer. Received: {name}={layer!r}"
                 )
-            if layer.attention_units:
+            attention_units = getattr(layer, "attention_units", None)  # LuongAttention's h̃
+            if attention_units:
                 raise ValueError(
                     f"{type(self).__name__} computes the attentional output itself; give the "
                     f"attention layer no `attention_units`. Received: "
-                    f"{name}.attention_units={layer.attention_units}"
+                    f"{name}.attention_units={attention_units}"
                 )
         if len(set(map(id, layers))) != len(layers):
             raise ValueError(
