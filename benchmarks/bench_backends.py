@@ -207,7 +207,9 @@ def decoder_model(sizes: Sizes):
     memory = keras.Input((sizes.memory, d), name="memory")
     mask = keras.Input((sizes.memory,), dtype="bool", name="memory_mask")
     embedding = keras.layers.Embedding(v, d, name="embedding")
-    cell = LuongAttentionCell(keras.layers.LSTMCell(d), LuongAttention("general"), units=d)
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(d), LuongAttention("general"), attention_layer_size=d
+    )
     projection = keras.layers.Dense(v, name="logits")
     states = AttentionRNN(cell, name="decoder")(embedding(ids), memory, memory_mask=mask)
     model = keras.Model([ids, memory, mask], projection(states))

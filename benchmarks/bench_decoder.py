@@ -117,7 +117,9 @@ def build_model(T, S, d, vocab) -> keras.Model:
     memory = keras.Input((S, d), name="memory")
     memory_mask = keras.Input((S,), dtype="bool", name="memory_mask")
     embedded = keras.layers.Embedding(vocab, d, name="embedding")(ids)
-    cell = LuongAttentionCell(keras.layers.LSTMCell(d), LuongAttention("general"), units=d)
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(d), LuongAttention("general"), attention_layer_size=d
+    )
     states = AttentionRNN(cell, name="decoder")(embedded, memory, memory_mask=memory_mask)
     logits = keras.layers.Dense(vocab, name="logits")(states)
     return keras.Model([ids, memory, memory_mask], logits, name="luong_decoder")

@@ -47,8 +47,9 @@ def _np(x):
     "make, error, match",
     [
         (lambda: _luong(input_feeding="no"), ValueError, "input_feeding='no'"),
-        (lambda: _luong(units="8"), ValueError, "units='8'"),
-        (lambda: _luong(units=True), ValueError, "units=True"),
+        (lambda: _luong(attention_layer_size="8"), ValueError, "attention_layer_size='8'"),
+        (lambda: _luong(attention_layer_size=True), ValueError, "attention_layer_size=True"),
+        (lambda: _luong(units="8"), ValueError, "Received: units='8'"),  # the old name
         (lambda: _luong(attention_activation="bogus"), ValueError, "attention_activation='bogus'"),
         (lambda: _luong(kernel_initializer="bogus"), ValueError, "kernel_initializer='bogus'"),
         (lambda: LuongAttentionCell(None, LuongAttention()), TypeError, "cell=None"),

@@ -68,7 +68,7 @@ CELLS = {
     "luong-lstm-general-local_p": lambda: LuongAttentionCell(
         keras.layers.LSTMCell(6),
         LuongAttention("general", "local_predictive", window_radius=2),
-        units=5,
+        attention_layer_size=5,
     ),
     "luong-stacked-additive-no_feeding": lambda: LuongAttentionCell(
         keras.layers.StackedRNNCells([keras.layers.GRUCell(6), keras.layers.GRUCell(6)]),

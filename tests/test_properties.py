@@ -552,7 +552,7 @@ _D_Y, _D_MEMORY, _UNITS = 2, 3, 4
 def _rnn_cases():
     return {
         "luong-lstm-general-global-feed": lambda: LuongAttentionCell(
-            keras.layers.LSTMCell(_UNITS), LuongAttention("general"), units=3
+            keras.layers.LSTMCell(_UNITS), LuongAttention("general"), attention_layer_size=3
         ),
         "luong-gru-concat-local_predictive": lambda: LuongAttentionCell(
             keras.layers.GRUCell(_UNITS),

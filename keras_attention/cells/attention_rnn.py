@@ -45,7 +45,7 @@ class AttentionRNN(keras.layers.Layer):
         return_sequences: Return the output of every step `[B, T, d]` rather than of the last
             valid step `[B, d]`. Defaults to `True`.
         return_state: Also return the final state list. Defaults to `False`.
-        return_attention_scores: Also return the alignments `[B, T, S]`. Defaults to `False`.
+        return_attention_scores: Also return the attention weights `[B, T, S]`. Defaults to `False`.
         sampling_probability: Scheduled sampling: a float in [0, 1] (the initial value of the
             `sampling_probability` weight) or a scalar float `keras.Variable` to use as it.
             Defaults to `None` (off: no weight, always teacher forcing).
@@ -74,7 +74,7 @@ class AttentionRNN(keras.layers.Layer):
             Defaults to `None`.
 
     Returns:
-        `outputs`, then the alignments if `return_attention_scores`, then the final states if
+        `outputs`, then the attention weights if `return_attention_scores`, then the final states if
         `return_state` (in that order, as a list when there is more than one).
 
     Example:
@@ -83,8 +83,8 @@ class AttentionRNN(keras.layers.Layer):
     >>> from keras_attention import LuongAttention, LuongAttentionCell
     >>> rnn = AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(8), LuongAttention()),
     ...                    return_attention_scores=True, return_state=True)
-    >>> outputs, alignments, h, c, attentional = rnn(np.ones((2, 4, 3)), np.ones((2, 6, 8)))
-    >>> tuple(outputs.shape), tuple(alignments.shape), tuple(attentional.shape)
+    >>> outputs, weights, h, c, attentional = rnn(np.ones((2, 4, 3)), np.ones((2, 6, 8)))
+    >>> tuple(outputs.shape), tuple(weights.shape), tuple(attentional.shape)
     ((2, 4, 8), (2, 4, 6), (2, 8))
     """
 
@@ -191,24 +191,24 @@ class AttentionRNN(keras.layers.Layer):
                 x_t = sampler.choose_input(t, x_t, fed_back)
             else:
                 states, last = carry
-            output, new_states, alignment = cell.step_projected(
+            output, new_states, weights = cell.step_projected(
                 x_t, states, prepared, position=t, training=training
             )
             # The carry keeps its dtypes on every backend (a JAX scan requires it).
             new_states = [ops.cast(n, o.dtype) for n, o in zip(new_states, states)]
             output = ops.cast(output, dtype)
-            alignment = ops.cast(alignment, dtype)
+            weights = ops.cast(weights, dtype)
             if step_mask is not None:
                 valid = ops.expand_dims(ops.take(step_mask, t, axis=0), -1)
                 new_states = [ops.where(valid, n, o) for n, o in zip(new_states, states)]
                 output = ops.where(valid, output, ops.zeros_like(output))
-                alignment = ops.where(valid, alignment, ops.zeros_like(alignment))
+                weights = ops.where(valid, weights, ops.zeros_like(weights))
                 last = ops.where(valid, output, last)
             else:
                 last = output
             outputs = [output] if self.return_sequences else []
             if self.return_attention_scores:
-                outputs.append(alignment)
+                outputs.append(weights)
             if sampler is not None:
                 return (new_states, last, sampler.next_token(t, output)), outputs
             return (new_states, last), outputs

@@ -20,7 +20,7 @@ class BahdanauAttentionCell(BaseAttentionCell):
 
     The query `s_{t-1}` is the wrapped cell's hidden state `h` (the first state; for
     `StackedRNNCells` the top cell's). State layout (flat list): the wrapped cell's states,
-    then, for monotonic or location-sensitive attention, its previous alignments `[B, S]`.
+    then, for monotonic or location-sensitive attention, its previous weights `[B, S]`.
 
     Args:
         cell: A Keras RNN cell (`GRUCell` as in the paper, `LSTMCell`, `StackedRNNCells`, ...).
@@ -65,8 +65,8 @@ class BahdanauAttentionCell(BaseAttentionCell):
 
     def step_projected(self, inputs, states, memory, position=None, training=None):
         states, attention_states = self._split_states(states)
-        context, alignment, attention_states = self._attend(
+        context, weights, attention_states = self._attend(
             states[self._hidden_index], memory, position, training, attention_states
         )
         hidden, new_states = self._cell_step(inputs, context, states, memory, training)
-        return ops.concatenate([hidden, context], axis=-1), new_states + attention_states, alignment
+        return ops.concatenate([hidden, context], axis=-1), new_states + attention_states, weights

@@ -38,7 +38,7 @@ class BaseAttentionCell(keras.layers.Layer):
     The state is a flat list: the wrapped cell's states, flattened (`[h, c]` for `LSTMCell`,
     `[h]` for `GRUCell`, all layers in order for `StackedRNNCells`), then the cell's own extra
     states (`_extra_state_sizes`), then the states of the attention layers that carry one
-    (monotonic and location-sensitive attention: their previous alignments `[B, S]`, S the memory
+    (monotonic and location-sensitive attention: their previous weights `[B, S]`, S the memory
     length, in the order of the layers; `None` in `state_size`, made from the memory by
     `get_initial_state(batch_size, memory)`). One decoder step is
     `step(inputs, states, memory, position)` with `memory` made once per sequence by
@@ -65,11 +65,12 @@ class BaseAttentionCell(keras.layers.Layer):
                     f"`{name}` must be a keras_attention AdditiveAttention or LuongAttention "
                     f"layer. Received: {name}={layer!r}"
                 )
-            if layer.attention_units:
+            attention_units = getattr(layer, "attention_units", None)  # LuongAttention's h̃
+            if attention_units:
                 raise ValueError(
                     f"{type(self).__name__} computes the attentional output itself; give the "
                     f"attention layer no `attention_units`. Received: "
-                    f"{name}.attention_units={layer.attention_units}"
+                    f"{name}.attention_units={attention_units}"
                 )
         if len(set(map(id, layers))) != len(layers):
             raise ValueError(
@@ -121,12 +122,12 @@ class BaseAttentionCell(keras.layers.Layer):
         return sum(a.state_count for a in self.attentions if isinstance(a, RecurrentAttention))
 
     def _initial_attention_states(self, batch_size, memory) -> list:
-        """The attention layers' states before the first step (their alignments `[B, S]`)."""
+        """The attention layers' states before the first step (their weights `[B, S]`)."""
         if not self._attention_state_count():
             return []
         if memory is None:
             raise ValueError(
-                f"{self.name}: its attention carries the previous alignment [batch, "
+                f"{self.name}: its attention carries the previous weights [batch, "
                 "memory_steps] in the state, so the initial state needs the memory: "
                 "get_initial_state(batch_size, memory) / complete_initial_state(state, "
                 "batch_size, memory) with the encoder outputs. Received: memory=None"
@@ -142,7 +143,7 @@ class BaseAttentionCell(keras.layers.Layer):
 
     def get_initial_state(self, batch_size: int, memory: Any = None) -> list:
         """The state before the first step: zeros `[B, size]` for every sized state, then the
-        attention layers' initial alignments `[B, S]` (a one-hot on position 0 for monotonic
+        attention layers' initial weights `[B, S]` (a one-hot on position 0 for monotonic
         attention, zeros for location-sensitive attention), made from `memory` (the encoder
         outputs `[B, S, d_h]`, or a memory from `prepare_memory`; needed only then)."""
         sized = [
@@ -154,7 +155,7 @@ class BaseAttentionCell(keras.layers.Layer):
 
     def complete_initial_state(self, initial_state, batch_size, memory: Any = None) -> list:
         """Check a user's initial state; the wrapped cell's states alone get zero extras (and
-        the attention layers' initial alignments, made from `memory`, when they carry any)."""
+        the attention layers' initial weights, made from `memory`, when they carry any)."""
         states = (
             list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
         )
@@ -296,7 +297,7 @@ class BaseAttentionCell(keras.layers.Layer):
 
     def _attend_each(self, query, memory, position, training, attention_states=()):
         """Each attention layer for one query step `[B, d_s]`: a list of
-        `(context [B, d_v], alignment [B, S])`, in the order of `attentions`, and the new
+        `(context [B, d_v], weights [B, S])`, in the order of `attentions`, and the new
         states of the layers that carry one (from `attention_states`, in the same order)."""
         positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
         results, new_states, offset = [], [], 0
@@ -315,22 +316,22 @@ class BaseAttentionCell(keras.layers.Layer):
         return results, new_states
 
     @staticmethod
-    def _combine_alignments(alignments):
-        """The alignment a step reports: the only one, or the mean over several attentions
+    def _combine_weights(weights):
+        """The attention weights a step reports: the only layer's, or the mean over several
         (still a distribution over the memory, `[B, S]`, what the searches and plots expect)."""
-        if len(alignments) == 1:
-            return alignments[0]
-        return ops.mean(ops.stack(alignments, axis=0), axis=0)
+        if len(weights) == 1:
+            return weights[0]
+        return ops.mean(ops.stack(weights, axis=0), axis=0)
 
     def _attend(self, query, memory, position, training, attention_states=()):
-        """Attention for one query step `[B, d_s]`: `(context [B, n d_v], alignment [B, S],
+        """Attention for one query step `[B, d_s]`: `(context [B, n d_v], weights [B, S],
         new attention states)`, the contexts of several attentions concatenated, their
-        alignments averaged."""
+        weights averaged."""
         results, new_states = self._attend_each(query, memory, position, training, attention_states)
         contexts = [context for context, _ in results]
         context = contexts[0] if len(contexts) == 1 else ops.concatenate(contexts, axis=-1)
-        alignment = self._combine_alignments([alignment for _, alignment in results])
-        return context, alignment, new_states
+        weights = self._combine_weights([weights for _, weights in results])
+        return context, weights, new_states
 
     def step(self, inputs, states, memory, position=None, training=None):
         """One decoder step.
@@ -347,7 +348,8 @@ class BaseAttentionCell(keras.layers.Layer):
             training: Whether dropout is active. Defaults to `None`.
 
         Returns:
-            `(output [B, output_size], new_states, alignment [B, S])`.
+            `(output [B, output_size], new_states, weights [B, S])`: the attention weights
+            (the alignment, in tfa's words) of this step.
         """
         if not self.built:
             self.build(tuple(inputs.shape), tuple(memory.value.shape))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import warnings
 from typing import Any
 
 import keras
@@ -13,29 +15,53 @@ from keras_attention.functional.scores import matmul
 from keras_attention.layers.base_attention import get_identifier
 
 
-def _check_units(units: Any, count: int) -> Any:
-    """`units`: None, a positive int (one attention), or one positive int per attention."""
+def _check_sizes(sizes: Any, count: int, name: str) -> Any:
+    """The size(s) of h̃: None, a positive int (one attention), or one positive int per
+    attention. `name` is the argument the user passed (`attention_layer_size`, or the old
+    `units`)."""
 
     def positive(value: Any) -> bool:
         return is_integer(value) and value >= 1
 
-    if units is None:
+    if sizes is None:
         return None
-    if isinstance(units, (list, tuple)):
-        if len(units) != count or not all(positive(u) for u in units):
+    if isinstance(sizes, (list, tuple)):
+        if len(sizes) != count or not all(positive(u) for u in sizes):
             raise ValueError(
-                f"`units` as a list must hold one positive integer per attention layer "
-                f"({count}). Received: units={units!r}"
+                f"`{name}` as a list must hold one positive integer per attention layer "
+                f"({count}). Received: {name}={sizes!r}"
             )
-        return [int(u) for u in units]
-    if not positive(units):
-        raise ValueError(f"`units` must be a positive integer or None. Received: units={units!r}")
+        return [int(u) for u in sizes]
+    if not positive(sizes):
+        raise ValueError(f"`{name}` must be a positive integer or None. Received: {name}={sizes!r}")
     if count > 1:
         raise ValueError(
-            f"With {count} attention layers `units` must be a list of {count} sizes (one "
-            f"`W_c` each) or None. Received: units={units!r}"
+            f"With {count} attention layers `{name}` must be a list of {count} sizes (one "
+            f"`W_c` each) or None. Received: {name}={sizes!r}"
         )
-    return int(units)
+    return int(sizes)
+
+
+def _take_old_units(kwargs: dict, attention_layer_size: Any) -> tuple:
+    """`(size, name)`: the old `units=` argument (popped from `kwargs`, with a
+    `DeprecationWarning`) or `attention_layer_size`, and the name the user passed."""
+    if "units" not in kwargs:
+        return attention_layer_size, "attention_layer_size"
+    units = kwargs.pop("units")
+    if attention_layer_size is not None:
+        raise ValueError(
+            "`units` is the old name of `attention_layer_size`: pass only "
+            f"attention_layer_size. Received: units={units!r}, "
+            f"attention_layer_size={attention_layer_size!r}"
+        )
+    warnings.warn(
+        "LuongAttentionCell(units=...) is deprecated: the size of h̃ is now called "
+        "`attention_layer_size` (tfa's AttentionWrapper name), as in "
+        f"LuongAttentionCell(..., attention_layer_size={units!r}).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return units, "units"
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -45,36 +71,40 @@ class LuongAttentionCell(BaseAttentionCell):
     - `s_t = cell(x_t, s_{t-1})` with `x_t = [y_{t-1}; h̃_{t-1}]` (input feeding, `h̃_0 = 0`) or
       `x_t = y_{t-1}` without;
     - `c_t` = attention from `s_t` over the memory;
-    - the attentional vector `h̃_t = act(W_c [s_t; c_t])`, `W_c` `[d_s + d_h, units]`
-      (`attention_kernel`), or with `attention_layer=False` the context itself, `h̃_t = c_t`;
+    - the attentional vector `h̃_t = act(W_c [s_t; c_t])`, `W_c`
+      `[d_s + d_h, attention_layer_size]` (`attention_kernel`), or with
+      `attention_layer=False` the context itself, `h̃_t = c_t`;
     - output `h̃_t`, or with `output_attention=False` the cell output `s_t` (`h̃_t` is still
       fed to the next step).
 
     Several attention layers `attention=[a_1, …, a_n]` all attend from `s_t` over the same
     memory, each with its own `W_c^k` (`attention_kernel_0`, `attention_kernel_1`, …, sizes
-    `units=[n_1, …, n_n]`): `h̃_t = [act(W_c^1 [s_t; c^1_t]); …; act(W_c^n [s_t; c^n_t])]`, or
-    `[c^1_t; …; c^n_t]` without attention layer. The alignment the step returns is then the
-    mean of the n alignments (a distribution over the memory, `[B, S]`, so that `AttentionRNN`,
-    the searches and the plots work unchanged).
+    `attention_layer_size=[n_1, …, n_n]`):
+    `h̃_t = [act(W_c^1 [s_t; c^1_t]); …; act(W_c^n [s_t; c^n_t])]`, or `[c^1_t; …; c^n_t]`
+    without attention layer. The attention weights the step returns are then the mean of the n
+    layers' weights (a distribution over the memory, `[B, S]`, so that `AttentionRNN`, the
+    searches and the plots work unchanged).
 
-    These are the options of TensorFlow Addons' `AttentionWrapper`: `attention_layer_size` int /
-    list ↔ `units`, `attention_layer_size=None` ↔ `attention_layer=False`, `output_attention`,
-    a list of mechanisms ↔ a list of layers; its `attention_layer` has no activation
-    (`attention_activation=None`) and it always feeds the attention (`input_feeding=True`).
-    See docs/migrating-from-tfa.md.
+    These are the options of TensorFlow Addons' `AttentionWrapper`, under its names:
+    `attention_layer_size` (an int or a list; tfa's `attention_layer_size=None` is
+    `attention_layer=False` here, while `None` here means the default size),
+    `output_attention`, a list of mechanisms ↔ a list of layers; its `attention_layer` has no
+    activation (`attention_activation=None`) and it always feeds the attention
+    (`input_feeding=True`). See docs/migrating-from-tfa.md.
 
     State layout (flat list): the wrapped cell's states (`[h, c]` for `LSTMCell`), then `h̃_{t-1}`
     `[B, attention_size]` when `input_feeding=True`, then, for monotonic or location-sensitive
-    attention layers, their previous alignments `[B, S]` (see `BaseAttentionCell`).
+    attention layers, their previous weights `[B, S]` (see `BaseAttentionCell`).
 
     Args:
         cell: A Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, `StackedRNNCells`, ...).
         attention: A `LuongAttention` or `AdditiveAttention` layer without `attention_units`
             (any score mode and alignment; local_monotonic uses the step index as `p_t`), or a
             list of them.
-        units: Size of `h̃`: an int (one attention layer) or a list with one size per
-            attention layer. Not with `attention_layer=False`. Defaults to `None` (the wrapped
-            cell's output size, for each attention layer).
+        attention_layer_size: Size of `h̃`: an int (one attention layer) or a list with one
+            size per attention layer. Not with `attention_layer=False`. Defaults to `None` (the
+            wrapped cell's output size, for each attention layer). Its old name `units=` is
+            still accepted, with a `DeprecationWarning` (and silently in old configs).
         input_feeding: Feed `h̃_{t-1}` to the next step. Defaults to `True`.
         attention_activation: Activation of `h̃`; `None` reproduces tfa's `AttentionWrapper`
             (no activation), for migrating trained weights. Unused without attention layer.
@@ -96,7 +126,8 @@ class LuongAttentionCell(BaseAttentionCell):
     >>> tuple(outputs.shape)
     (2, 5, 16)
     >>> two = LuongAttentionCell(keras.layers.LSTMCell(16),
-    ...     [LuongAttention("general"), AdditiveAttention(units=4)], units=[6, 10])
+    ...     [LuongAttention("general"), AdditiveAttention(units=4)],
+    ...     attention_layer_size=[6, 10])
     >>> tuple(AttentionRNN(two)(np.ones((2, 5, 8)), np.ones((2, 7, 12))).shape)
     (2, 5, 16)
 
@@ -109,7 +140,7 @@ class LuongAttentionCell(BaseAttentionCell):
         self,
         cell: Any,
         attention: Any,
-        units: int | list[int] | None = None,
+        attention_layer_size: int | list[int] | None = None,
         input_feeding: bool = True,
         attention_activation: str | None = "tanh",
         kernel_initializer: Any = "glorot_uniform",
@@ -117,15 +148,16 @@ class LuongAttentionCell(BaseAttentionCell):
         output_attention: bool = True,
         **kwargs: Any,
     ) -> None:
+        sizes, name = _take_old_units(kwargs, attention_layer_size)
         super().__init__(cell, attention, **kwargs)
-        self.units = _check_units(units, len(self.attentions))
+        self.attention_layer_size = _check_sizes(sizes, len(self.attentions), name)
         self.input_feeding = check_flag("input_feeding", input_feeding)
         self.attention_layer = check_flag("attention_layer", attention_layer)
         self.output_attention = check_flag("output_attention", output_attention)
-        if not self.attention_layer and self.units is not None:
+        if not self.attention_layer and self.attention_layer_size is not None:
             raise ValueError(
                 "Without attention layer (attention_layer=False) h̃ is the context, whose "
-                f"size is the memory's: give no `units`. Received: units={units!r}"
+                f"size is the memory's: give no `{name}`. Received: {name}={sizes!r}"
             )
         if not self.output_attention and not self.input_feeding:
             raise ValueError(
@@ -143,14 +175,15 @@ class LuongAttentionCell(BaseAttentionCell):
     # ---------------------------------------------------------------- sizes
     def _layer_sizes(self) -> list:
         """The output size of each `W_c`."""
-        if isinstance(self.units, list):
-            return list(self.units)
-        return [self.units or self.cell_output_size] * len(self.attentions)
+        if isinstance(self.attention_layer_size, list):
+            return list(self.attention_layer_size)
+        return [self.attention_layer_size or self.cell_output_size] * len(self.attentions)
 
     @property
     def attention_size(self) -> int:
-        """Size of `h̃` (what input feeding feeds): the sum of `units`, or without attention
-        layer the number of attention layers times the memory size."""
+        """Size of `h̃` (what input feeding feeds): the sum of `attention_layer_size` (each
+        defaulting to the cell's output size), or without attention layer the number of
+        attention layers times the memory size."""
         if self.attention_layer:
             return sum(self._layer_sizes())
         if self._memory_dim is None:
@@ -233,13 +266,13 @@ class LuongAttentionCell(BaseAttentionCell):
             new_states = new_states + [attentional]
         new_states = new_states + attention_states
         output = attentional if self.output_attention else hidden
-        return output, new_states, self._combine_alignments([a for _, a in results])
+        return output, new_states, self._combine_weights([w for _, w in results])
 
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             {
-                "units": self.units,
+                "attention_layer_size": self.attention_layer_size,
                 "input_feeding": self.input_feeding,
                 "attention_activation": None
                 if self.attention_activation is None
@@ -250,3 +283,12 @@ class LuongAttentionCell(BaseAttentionCell):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config: dict):
+        if "units" in config:  # a config saved before the rename: the same size, silently
+            config = copy.copy(config)
+            units = config.pop("units")
+            if config.get("attention_layer_size") is None:
+                config["attention_layer_size"] = units
+        return super().from_config(config)

@@ -49,7 +49,7 @@ def gnmt_coverage_penalty(coverage: Any, beta: float) -> Any:
     are padding (masked memory gets exactly zero attention) or outside a local window.
 
     Args:
-        coverage: Accumulated alignments `[..., S]` (float).
+        coverage: Accumulated attention weights `[..., S]` (float).
         beta: The weight β; `0` turns the penalty off.
 
     Returns:
@@ -83,7 +83,7 @@ def beam_search(
 
     `lp(len) = ((5 + len) / 6) ** length_penalty`, `len` counting the end token, and
     `cp = β · Σ_i log(min(Σ_t α_{t,i}, 1))` with `β = coverage_penalty` (`gnmt_coverage_penalty`;
-    tfa's `coverage_penalty_weight`) over the alignments the beam accumulated. As in GNMT the
+    tfa's `coverage_penalty_weight`) over the attention weights the beam accumulated. As in GNMT the
     coverage term scores complete hypotheses only: it is added from the step a beam emits the
     end token (tfa adds it one step later, to beams finished before the step) and stays fixed
     while the beam is frozen; live beams are ranked by `log p / lp` alone. Each step scores
@@ -100,7 +100,7 @@ def beam_search(
     to float32 before the log-softmax and top-k. With `beam_width=1` it equals `greedy_search`.
 
     Args:
-        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, alignment
+        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`, here with `N = B * K`; see `make_step_fn` (pass it the same
             `beam_width`: memory it closes over must be tiled like the state).
         initial_state: A nested structure of `[B, ...]` tensors (may be empty); tiled here.
@@ -113,7 +113,7 @@ def beam_search(
             Defaults to `0.6`.
         coverage_penalty: The GNMT weight beta of the coverage penalty; `0` turns it off (and
             the search is then exactly the one without it). Needs a `step_fn` that returns
-            alignments. Defaults to `0.0`.
+            attention weights. Defaults to `0.0`.
         vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
         pad_token: Written after the end token. Defaults to `0`.
@@ -123,7 +123,7 @@ def beam_search(
         token included, `pad_token` after it), `"scores"` `[B]` float32 (sum of
         log-probabilities), `"normalized_scores"` `[B]` (`scores / lp(lengths)`, plus the
         coverage penalty of finished beams: what beams are ranked by), `"lengths"` `[B]` int32
-        (the end token included) and, when `step_fn` returns alignments, `"alignments"`
+        (the end token included) and, when `step_fn` returns attention weights, `"alignments"`
         `[B, max_length, S]` (zero after the end token). The n-best list, every beam best
         first: `"beam_ids"` `[B, K, max_length]`, `"beam_scores"` `[B, K]` (sums of
         log-probabilities), `"beam_normalized_scores"` `[B, K]` (sorted, decreasing) and
@@ -166,28 +166,26 @@ def beam_search(
     n = batch_size * k
     state = keras.tree.map_structure(lambda s: ops.repeat(s, k, axis=0), initial_state)
     t0 = ops.convert_to_tensor(0, "int32")
-    log_probs, state, alignment = call_step(
-        step_fn, ops.full((n,), start_token, "int32"), state, t0
-    )
+    log_probs, state, weights = call_step(step_fn, ops.full((n,), start_token, "int32"), state, t0)
     vocab = log_probs.shape[-1]
     if vocab is None:
         vocab = ops.shape(log_probs)[-1]
     elif vocab_size is None:
         check_tokens({"end_token": end_token, "pad_token": pad_token}, int(vocab))
-    with_alignments = alignment is not None
+    with_weights = weights is not None
     with_coverage = beta != 0.0
-    if with_coverage and not with_alignments:
+    if with_coverage and not with_weights:
         raise ValueError(
-            "`coverage_penalty` needs the alignments: the `step_fn` must return them (as "
+            "`coverage_penalty` needs the attention weights: the `step_fn` must return them (as "
             f"make_step_fn's does). Received: coverage_penalty={coverage_penalty!r} and a "
-            "step_fn returning alignment None"
+            "step_fn returning weights None"
         )
 
     buffers = {"ids": ops.full((max_length, n), pad_token, "int32")}
-    if with_alignments:
-        buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(alignment)), "float32")
-    if with_coverage:  # not a buffer: each beam's accumulated alignment [N, S], carried along
-        buffers["coverage"] = ops.zeros(tuple(ops.shape(alignment)), "float32")
+    if with_weights:
+        buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(weights)), "float32")
+    if with_coverage:  # not a buffer: each beam's accumulated weights [N, S], carried along
+        buffers["coverage"] = ops.zeros(tuple(ops.shape(weights)), "float32")
     # Only beam 0 is alive at the start: the K copies of the start state are identical.
     first = ops.where(ops.arange(k) == 0, 0.0, _NEG)
     scores = ops.zeros((batch_size, k), "float32") + ops.cast(first, "float32")
@@ -196,7 +194,7 @@ def beam_search(
     offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, -1)  # [B, 1]
     frozen = ops.cast(ops.where(ops.arange(vocab) == pad_token, 0.0, _NEG), "float32")  # [V]
 
-    def advance(t, log_probs, alignment, state, buffers, scores, lengths, finished):
+    def advance(t, log_probs, weights, state, buffers, scores, lengths, finished):
         """Extend the beams with step t's log-probabilities `[N, V]`; keep the best K."""
         log_probs = ops.reshape(log_probs, (-1, k, vocab))
         log_probs = ops.where(ops.expand_dims(finished, -1), frozen, log_probs)
@@ -208,7 +206,7 @@ def beam_search(
             # Candidate (beam k, token v) covers coverage_k + alpha_k (zero once k finished);
             # it is complete if k was finished or v is the end token.
             alive = ops.logical_not(ops.reshape(finished, (-1, 1)))
-            coverage = buffers["coverage"] + ops.where(alive, alignment, 0.0)
+            coverage = buffers["coverage"] + ops.where(alive, weights, 0.0)
             cp = ops.reshape(gnmt_coverage_penalty(coverage, beta), (-1, k, 1))
             complete = ops.logical_or(
                 ops.expand_dims(finished, -1), ops.equal(ops.arange(vocab), end_token)
@@ -228,12 +226,12 @@ def beam_search(
         buffers = dict(
             buffers, ids=write_step(ops.take(buffers["ids"], rows, axis=1), t, flat_token)
         )
-        if with_alignments:
-            alignment = ops.take(alignment, rows, axis=0)
+        if with_weights:
+            weights = ops.take(weights, rows, axis=0)
             was_finished = ops.reshape(parent_finished, (-1, 1))
-            alignment = ops.where(was_finished, 0.0, alignment)
+            weights = ops.where(was_finished, 0.0, weights)
             history = ops.take(buffers["alignments"], rows, axis=1)
-            buffers["alignments"] = write_step(history, t, alignment)
+            buffers["alignments"] = write_step(history, t, weights)
         if with_coverage:
             buffers["coverage"] = ops.take(coverage, rows, axis=0)
             buffers["ranks"] = ranks
@@ -242,7 +240,7 @@ def beam_search(
 
     if with_coverage:  # the ranking scores of the beams, carried for the n-best list
         buffers["ranks"] = ops.zeros((batch_size, k), "float32")
-    carry = advance(t0, log_probs, alignment, state, buffers, scores, lengths, finished)
+    carry = advance(t0, log_probs, weights, state, buffers, scores, lengths, finished)
     _, _, buffers, scores, lengths, _ = search_loop(step_fn, advance, carry, max_length)
     beam_ids = ops.transpose(ops.reshape(buffers["ids"], (max_length, -1, k)), (1, 2, 0))
     if with_coverage:
@@ -255,7 +253,7 @@ def beam_search(
         "normalized_scores": normalized[:, 0],
         "lengths": lengths[:, 0],
     }
-    if with_alignments:
+    if with_weights:
         history = buffers["alignments"]
         rows, memory_steps = ops.shape(history)[1], ops.shape(history)[-1]  # no -1: S may be 0
         history = ops.reshape(history, (max_length, rows // k, k, memory_steps))

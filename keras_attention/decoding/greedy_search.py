@@ -40,7 +40,7 @@ def greedy_search(
     compiles under `jit_compile=True`. Logits are cast to float32 before the log-softmax.
 
     Args:
-        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, alignment
+        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`; see `make_step_fn` for attentional cells.
         initial_state: A nested structure of `[B, ...]` tensors (may be empty).
         batch_size: B, an int or a scalar tensor.
@@ -55,8 +55,8 @@ def greedy_search(
         A dict: `"ids"` `[B, max_length]` int32 (the generated tokens, the end token included,
         `pad_token` after it); `"scores"` `[B]` float32, the sum of the log-probabilities of the
         generated tokens; `"lengths"` `[B]` int32, the number of generated tokens, the end token
-        included; and, when `step_fn` returns alignments, `"alignments"` `[B, max_length, S]`
-        float32 (zero after the end token).
+        included; and, when `step_fn` returns attention weights, `"alignments"`
+        `[B, max_length, S]` float32 (zero after the end token).
 
     Example:
 
@@ -105,21 +105,19 @@ def one_path_search(
     hypothesis per row, its token at step t `choose(t, log_probs [N, V]) -> [N] int32`."""
     tokens = ops.full((batch_size,), start_token, "int32")
     state = keras.tree.map_structure(ops.convert_to_tensor, initial_state)  # NumPy states too
-    log_probs, state, alignment = call_step(
-        step_fn, tokens, state, ops.convert_to_tensor(0, "int32")
-    )
+    log_probs, state, weights = call_step(step_fn, tokens, state, ops.convert_to_tensor(0, "int32"))
     if vocab_size is None and log_probs.shape[-1] is not None:
         check_tokens({"end_token": end_token, "pad_token": pad_token}, int(log_probs.shape[-1]))
-    with_alignments = alignment is not None
+    with_weights = weights is not None
 
     buffers = {"ids": ops.full((max_length, batch_size), pad_token, "int32")}
-    if with_alignments:
-        buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(alignment)), "float32")
+    if with_weights:
+        buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(weights)), "float32")
     scores = ops.zeros((batch_size,), "float32")
     lengths = ops.zeros((batch_size,), "int32")
     finished = ops.zeros((batch_size,), "bool")
 
-    def advance(t, log_probs, alignment, state, buffers, scores, lengths, finished):
+    def advance(t, log_probs, weights, state, buffers, scores, lengths, finished):
         """Choose the tokens of step t from its log-probabilities and record them."""
         token = choose(t, log_probs)
         token_log_prob = ops.take_along_axis(log_probs, ops.expand_dims(token, -1), axis=-1)[:, 0]
@@ -127,16 +125,16 @@ def one_path_search(
         scores = scores + ops.where(finished, 0.0, token_log_prob)
         lengths = lengths + ops.where(finished, 0, 1)
         buffers = dict(buffers, ids=write_step(buffers["ids"], t, token))
-        if with_alignments:
-            alignment = ops.where(ops.expand_dims(finished, -1), 0.0, alignment)
-            buffers["alignments"] = write_step(buffers["alignments"], t, alignment)
+        if with_weights:
+            weights = ops.where(ops.expand_dims(finished, -1), 0.0, weights)
+            buffers["alignments"] = write_step(buffers["alignments"], t, weights)
         finished = ops.logical_or(finished, ops.equal(token, end_token))
         return token, state, buffers, scores, lengths, finished
 
     carry = advance(
         ops.convert_to_tensor(0, "int32"),
         log_probs,
-        alignment,
+        weights,
         state,
         buffers,
         scores,
@@ -149,6 +147,6 @@ def one_path_search(
         "scores": scores,
         "lengths": lengths,
     }
-    if with_alignments:
+    if with_weights:
         result["alignments"] = ops.transpose(buffers["alignments"], (1, 0, 2))
     return result

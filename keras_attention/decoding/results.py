@@ -7,7 +7,7 @@ from typing import Any
 from keras import ops
 
 #: What every search returns: `ids` `[B, L]`, `scores` `[B]`, `lengths` `[B]` and, when the
-#: step function returns alignments, `alignments` `[B, L, S]`.
+#: step function returns attention weights, `alignments` `[B, L, S]`.
 RESULT_KEYS = ("ids", "scores", "lengths", "alignments")
 #: What `beam_search` adds: the best beam's `normalized_scores` `[B]` and the n-best list
 #: `beam_ids` `[B, K, L]`, `beam_scores`, `beam_normalized_scores`, `beam_lengths` `[B, K]`.

@@ -65,7 +65,7 @@ def sample_search(
     `XlaDynamicUpdateSlice`) and result as `greedy_search`.
 
     Args:
-        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, alignment
+        step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`; see `make_step_fn`.
         initial_state: A nested structure of `[B, ...]` tensors (may be empty).
         batch_size: B, an int or a scalar tensor.
@@ -89,8 +89,8 @@ def sample_search(
         A dict: `"ids"` `[B, max_length]` int32 (end token included, `pad_token` after it);
         `"scores"` `[B]` float32, the sum of the log-probabilities of the drawn tokens under
         the unfiltered model (T = 1, no top-k/top-p); `"lengths"` `[B]` int32 (end token
-        included); and, when `step_fn` returns alignments, `"alignments"` `[B, max_length, S]`
-        (zero after the end token).
+        included); and, when `step_fn` returns attention weights, `"alignments"`
+        `[B, max_length, S]` (zero after the end token).
 
     Example:
 

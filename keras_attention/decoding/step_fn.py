@@ -1,11 +1,11 @@
 """The step function the searches run, an adapter for attentional cells, and shared checks.
 
-A step function is `step_fn(tokens, state, t) -> (logits, new_state, alignment)`:
+A step function is `step_fn(tokens, state, t) -> (logits, new_state, weights)`:
 `tokens` `[N]` int32 (the previous token of each row), `state` a nested structure of `[N, ...]`
 tensors, `t` the int32 step index (0 for the step that consumes the start token); `logits`
-`[N, V]`, `new_state` the same structure, `alignment` `[N, S]` or `None`. Any callable with
-that protocol works; a `StepFunction` (what `make_step_fn` returns) also records what it was
-made for, so that the searches can check their arguments against it.
+`[N, V]`, `new_state` the same structure, `weights` `[N, S]` (the attention weights) or `None`.
+Any callable with that protocol works; a `StepFunction` (what `make_step_fn` returns) also
+records what it was made for, so that the searches can check their arguments against it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _BANNED_LOGIT = -1e9
 
 
 class StepFunction:
-    """A step function `(tokens, state, t) -> (logits, new_state, alignment)` with the facts
+    """A step function `(tokens, state, t) -> (logits, new_state, weights)` with the facts
     the searches check their arguments against (`check_search_arguments`).
 
     Args:
@@ -63,7 +63,7 @@ class StepFunction:
     ) -> None:
         if not callable(fn):
             raise TypeError(
-                "`fn` must be a function (tokens, state, t) -> (logits, new_state, alignment). "
+                "`fn` must be a function (tokens, state, t) -> (logits, new_state, weights). "
                 f"Received: fn={fn!r}"
             )
         self.fn = fn
@@ -85,7 +85,7 @@ class StepFunction:
         step = self.fn
 
         def masked_step(tokens, state, t):
-            logits, new_state, alignment = step(tokens, state, t)
+            logits, new_state, weights = step(tokens, state, t)
             vocabulary = logits.shape[-1]
             if vocabulary is None:
                 raise ValueError(
@@ -100,7 +100,7 @@ class StepFunction:
             allowed = np.ones((vocabulary,), bool)
             allowed[banned] = False
             logits = ops.where(allowed, ops.cast(logits, "float32"), _BANNED_LOGIT)
-            return logits, new_state, alignment
+            return logits, new_state, weights
 
         return StepFunction(
             masked_step, self.beam_width, self.batch_size, self.input_vocabulary_size
@@ -138,12 +138,12 @@ def make_step_fn(
         beam_width: How many times to repeat each memory row. Defaults to `1`.
 
     Returns:
-        A `StepFunction` `step_fn(tokens, states, t) -> (logits, new_states, alignment)`
+        A `StepFunction` `step_fn(tokens, states, t) -> (logits, new_states, weights)`
         recording `beam_width`, the memory's batch size and the embedding's `input_dim`
         (which the searches check their arguments against); start it from
         `cell.get_initial_state(B, memory)` (or the encoder's final states, completed with
         `cell.complete_initial_state(states, B, memory)`; the memory is needed only by
-        monotonic and location-sensitive attention, whose previous alignment `[B, S]` is in
+        monotonic and location-sensitive attention, whose previous weights `[B, S]` is in
         the state).
 
     Example:
@@ -184,10 +184,10 @@ def make_step_fn(
     prepared = cell.prepare_memory(memory, memory_mask)
 
     def step_fn(tokens, states, t):
-        output, new_states, alignment = cell.step(
+        output, new_states, weights = cell.step(
             embedding(tokens), list(states), prepared, position=t
         )
-        return output_layer(output), new_states, alignment
+        return output_layer(output), new_states, weights
 
     return StepFunction(
         step_fn,
@@ -205,7 +205,7 @@ def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start
     function carrying attributes of those names is read the same way)."""
     if not callable(step_fn):
         raise TypeError(
-            "`step_fn` must be a function (tokens, state, t) -> (logits, new_state, alignment), "
+            "`step_fn` must be a function (tokens, state, t) -> (logits, new_state, weights), "
             f"e.g. from make_step_fn. Received: step_fn={step_fn!r}"
         )
     if is_integer(batch_size):
@@ -248,15 +248,15 @@ def check_tokens(tokens: dict, vocab_size: int | None) -> None:
 
 def call_step(step_fn: StepFn, tokens, state, t):
     """Run `step_fn`; return float32 log-probabilities, the new state (in the structure of
-    `state`) and the float32 alignment or `None`."""
+    `state`) and the float32 attention weights or `None`."""
     result = step_fn(tokens, state, t)
     if not isinstance(result, (tuple, list)) or len(result) not in (2, 3):
         raise ValueError(
-            "`step_fn` must return `(logits, new_state, alignment)` (alignment may be None). "
+            "`step_fn` must return `(logits, new_state, weights)` (weights may be None). "
             f"Received: {result!r}"
         )
     logits, new_state = result[0], result[1]
-    alignment = result[2] if len(result) == 3 else None
+    weights = result[2] if len(result) == 3 else None
     if len(logits.shape) != 2:
         raise ValueError(
             f"`step_fn` must return logits of shape [N, vocab_size]. Received: shape "
@@ -267,9 +267,9 @@ def call_step(step_fn: StepFn, tokens, state, t):
     new_state = keras.tree.map_structure(
         lambda new, old: ops.cast(new, old.dtype), new_state, state
     )
-    if alignment is not None:
-        alignment = ops.cast(alignment, "float32")
-    return log_probs, new_state, alignment
+    if weights is not None:
+        weights = ops.cast(weights, "float32")
+    return log_probs, new_state, weights
 
 
 def write_step(buffer, t, values):
@@ -284,7 +284,7 @@ def search_loop(step_fn: StepFn, advance, carry: tuple, max_length: int) -> tupl
     """Steps 1 … max_length − 1 of a search whose step 0 already ran.
 
     `carry` is `(tokens, state, buffers, scores, lengths, finished)` after step 0, and
-    `advance(t, log_probs, alignment, *carry[1:]) -> carry` chooses and records step t. An
+    `advance(t, log_probs, weights, *carry[1:]) -> carry` chooses and records step t. An
     `ops.while_loop` with `maximum_iterations`, stopping early once every entry of `finished`
     is true. Returns the final carry.
     """
@@ -295,8 +295,8 @@ def search_loop(step_fn: StepFn, advance, carry: tuple, max_length: int) -> tupl
         return ops.logical_and(t < max_length, ops.logical_not(ops.all(finished)))
 
     def body(t, tokens, state, *rest):
-        log_probs, state, alignment = call_step(step_fn, tokens, state, t)
-        return (t + 1, *advance(t, log_probs, alignment, state, *rest))
+        log_probs, state, weights = call_step(step_fn, tokens, state, t)
+        return (t + 1, *advance(t, log_probs, weights, state, *rest))
 
     result = ops.while_loop(
         cond, body, (ops.convert_to_tensor(1, "int32"), *carry), maximum_iterations=max_length - 1

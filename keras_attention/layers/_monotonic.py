@@ -74,9 +74,8 @@ class MonotonicAttention(RecurrentAttention):
         weights = monotonic_probabilities(scores, states[0], self.mode, noise=noise, mask=mask)
         return self._context(weights, value), weights, [weights]
 
-    def _monotonic_config(self, config: dict, drop: tuple) -> dict:
-        for key in drop:
-            config.pop(key, None)
+    def get_config(self) -> dict:
+        config = super().get_config()
         config.update(
             {
                 "sigmoid_noise": self.sigmoid_noise,

@@ -79,6 +79,8 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         Alignments. ICML 2017. https://arxiv.org/abs/1704.00784
     """
 
+    _not_options = ("dropout", "probability_fn", "use_scale")
+
     def __init__(
         self,
         units: int | None = None,
@@ -92,7 +94,7 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
-        self._refuse(kwargs, ("dropout", "probability_fn", "use_scale"))
+        self._refuse(kwargs)
         super().__init__(
             units=units,
             normalize=normalize,
@@ -103,8 +105,3 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
             **kwargs,
         )
         self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
-
-    def get_config(self) -> dict:
-        return self._monotonic_config(
-            super().get_config(), drop=("use_scale", "dropout", "probability_fn")
-        )

@@ -1,9 +1,12 @@
-"""Shared machinery of the attention layers: call forms, masks, global and local alignment.
+"""Shared machinery of the attention layers: call forms, masks, global attention.
 
 Subclasses only say how keys and queries are projected and how a score is computed
 (`_build_scoring`, `_project_keys`, `_project_query`, `_score`); everything else — parsing the
-call forms of docs/design.md §3, masks, the causal mask, local windows, dropout, the attentional
-output and the output layout — lives here once.
+call forms of docs/design.md §3, masks, the causal mask, dropout, probability functions and the
+output layout — lives here once. What only Luong's layer has (local alignment and its position
+network: `layers/_local_attention.py`; the attentional output h̃: `LuongAttention`) comes in
+through the hooks `_build_extra`, `_check_query_positions`, `_attend_memory`,
+`_attentional_output` and `_output_size`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from keras_attention.layers._call_inputs import (
     raise_list_and_tensors,
 )
 
-_ALIGNMENTS = ("global", "local_monotonic", "local_predictive")
 _PROBABILITY_FNS = ("softmax", "hardmax")
 
 
@@ -60,18 +62,16 @@ class PreparedMemory(NamedTuple):
 class BaseAttention(keras.layers.Layer):
     """Base class of `AdditiveAttention` and `LuongAttention`; not meant to be used directly.
 
-    See the subclasses for the call contract. Outputs are `output` or `(output, weights)`.
+    See the subclasses for the call contract. Outputs are `output` or `(output, weights)`. The
+    options here are those every attention layer has; `units` is U, the hidden size of the
+    score's `tanh` layer where the score has one (additive, concat, location-sensitive).
     """
 
     def __init__(
         self,
         *,
-        alignment: str = "global",
-        window_radius: int = 10,
         units: int | None = None,
         use_scale: bool = False,
-        attention_units: int | None = None,
-        attention_activation: str | None = "tanh",
         dropout: float = 0.0,
         seed: int | None = None,
         kernel_initializer: Any = "glorot_uniform",
@@ -86,38 +86,12 @@ class BaseAttention(keras.layers.Layer):
                 f"`probability_fn` must be one of {', '.join(map(repr, _PROBABILITY_FNS))}. "
                 f"Received: probability_fn={probability_fn!r}"
             )
-        if probability_fn == "hardmax" and alignment == "local_predictive":
-            # The window is re-weighted by a Gaussian around p_t: one-hot weights times that
-            # Gaussian are no distribution, and p_t would be learned from one position only.
-            raise ValueError(
-                "probability_fn='hardmax' works with alignment='global' or 'local_monotonic', "
-                "not with 'local_predictive' (whose Gaussian re-weighting needs soft weights). "
-                f"Received: probability_fn={probability_fn!r}, alignment={alignment!r}"
-            )
-        if alignment not in _ALIGNMENTS:
-            raise ValueError(
-                f"`alignment` must be one of {', '.join(map(repr, _ALIGNMENTS))}. "
-                f"Received: alignment={alignment!r}"
-            )
-        check_int("window_radius", window_radius, 0)
-        if alignment == "local_predictive" and window_radius < 1:
-            raise ValueError(
-                "alignment='local_predictive' needs `window_radius` >= 1 (the Gaussian has "
-                f"sigma = window_radius / 2). Received: window_radius={window_radius!r}"
-            )
         check_int("units", units, 1, allow_none=True)
-        check_int("attention_units", attention_units, 1, allow_none=True)
         if not is_number(dropout) or not (0.0 <= float(dropout) < 1.0):
             raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
         self.probability_fn = probability_fn
-        self.alignment = alignment
-        self.window_radius = int(window_radius)
         self.units = None if units is None else int(units)
         self.use_scale = check_flag("use_scale", use_scale)
-        self.attention_units = None if attention_units is None else int(attention_units)
-        self.attention_activation = get_identifier(
-            keras.activations.get, "attention_activation", attention_activation
-        )
         self.dropout = float(dropout)
         self.seed = seed
         self.kernel_initializer = get_identifier(
@@ -171,18 +145,25 @@ class BaseAttention(keras.layers.Layer):
         self._build_scoring(query_dim, key_dim)
         if self.use_scale:
             self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
-        if self.alignment == "local_predictive":
-            units = self.units or query_dim
-            self.position_kernel = self._add_kernel("position_kernel", (query_dim, units))
-            self.position_vector = self._add_kernel("position_vector", (units,))
-        if self.attention_units:
-            self.attention_kernel = self._add_kernel(
-                "attention_kernel", (query_dim + value_dim, self.attention_units)
-            )
+        self._build_extra(query_dim, value_dim)
 
     # Subclass hooks ------------------------------------------------------------
     def _build_scoring(self, query_dim: int, key_dim: int) -> None:
         raise NotImplementedError
+
+    def _build_extra(self, query_dim: int, value_dim: int) -> None:
+        """Weights beyond the score's, made after `scale` (the order is the checkpoints')."""
+
+    def _check_query_positions(self, single_step: bool, query_positions) -> None:
+        """Refuse a call whose queries need positions it did not get (local-m's single step)."""
+
+    def _output_size(self, value_dim):
+        """The size of the output: the context's, `d_v`, unless a subclass projects it."""
+        return value_dim
+
+    def _attentional_output(self, query, context):
+        """The output made from the queries `[B, T, d_s]` and contexts `[B, T, d_v]`."""
+        return context
 
     def _project_keys(self, key):
         """Keys as used by the score, computed once per memory (`h W_g`, `h U_a`, or `h`)."""
@@ -226,12 +207,7 @@ class BaseAttention(keras.layers.Layer):
         if query_positions is not None:
             query_positions = ops.convert_to_tensor(query_positions)
         single_step = len(query.shape) == 2
-        if single_step and self.alignment == "local_monotonic" and query_positions is None:
-            raise ValueError(
-                f"Layer {self.name}: alignment='local_monotonic' with a single-step query "
-                "[batch, dim] needs the step index: pass `query_positions`. "
-                "Received: query_positions=None"
-            )
+        self._check_query_positions(single_step, query_positions)
         if pooling:
             shape = ops.shape(value)
             if value_mask is None:
@@ -310,8 +286,8 @@ class BaseAttention(keras.layers.Layer):
         """Shape of the output for the call form the shapes describe.
 
         `[query_shape, value_shape(, key_shape)]` (or the shapes as separate arguments):
-        `(*query_shape[:-1], d)`; one sequence's shape alone (pooling): `(B, d)`. `d` is
-        `attention_units` when set, else the value size.
+        `(*query_shape[:-1], d)`; one sequence's shape alone (pooling): `(B, d)`. `d` is the
+        value size, or `LuongAttention`'s `attention_units` when set.
         """
         if query_shape is not None and not _is_shape(query_shape):
             shapes = list(query_shape)
@@ -321,7 +297,7 @@ class BaseAttention(keras.layers.Layer):
         query_shape = tuple(query_shape)
         pooling = value_shape is None and key_shape is None
         value_shape = query_shape if value_shape is None else tuple(value_shape)
-        size = self.attention_units or value_shape[-1]
+        size = self._output_size(value_shape[-1])
         if pooling:
             return (query_shape[0], size)
         return (*query_shape[:-1], size)
@@ -373,7 +349,7 @@ class BaseAttention(keras.layers.Layer):
         Returns:
             `(output [B, T, d], weights [B, T, S] or None)`.
         """
-        keys, value, mask = memory
+        _, value, _ = memory
         shape = ops.shape(query)
         length = ops.shape(value)[1]
         default_positions = query_positions is None
@@ -385,79 +361,55 @@ class BaseAttention(keras.layers.Layer):
         query_positions = query_positions + ops.zeros((shape[0], shape[1]), "int32")
 
         empty = _is_empty((*query.shape[:2], value.shape[1]))
-        features = None if empty else self._project_query(query)
         if empty:
             # B, T or S is 0: nothing to attend to (S = 0 is a row with no valid position).
             context = ops.zeros((shape[0], shape[1], value.shape[-1]), value.dtype)
             full_weights = ops.zeros((shape[0], shape[1], length), "float32")
-        elif self.alignment == "global":
-            scores = self._scale(self._score(features, keys))
-            valid = None if mask is None else ops.expand_dims(mask, 1)
-            if use_causal_mask:
-                causal = ops.expand_dims(query_positions, -1) >= ops.arange(length, dtype="int32")
-                valid = causal if valid is None else ops.logical_and(valid, causal)
-            weights = self._normalize(scores, valid)
-            weights = self._dropout(weights, training)
-            context = F.matmul(ops.cast(weights, value.dtype), value)
-            full_weights = weights
-        elif self._local_path(query, keys, training, default_positions) == "blocks":
-            context, weights = F.blocked_window_attention(
-                features,
-                keys,
-                value,
-                self.window_radius,
-                mask=mask,
-                causal=use_causal_mask,
-                score_fn=self._scale,
-                return_window_weights=return_attention_scores,
-            )
-            full_weights = None
-            if return_attention_scores:
-                center, _ = self._local_centers(query, mask, length, query_positions)
-                full_weights = F.expand_window_weights(weights, center - self.window_radius, length)
-        elif self._local_path(query, keys, training, default_positions) == "tiles":
-            center, predicted = self._local_centers(query, mask, length, query_positions)
-            context, weights = F.tiled_window_attention(
-                features,
-                keys,
-                value,
-                center,
-                self.window_radius,
-                mask=mask,
-                query_positions=query_positions if use_causal_mask else None,
-                predicted=predicted,
-                score_fn=self._scale,
-                # local-m with the default positions: centres min(t, S_b - 1) never decrease.
-                centers_sorted=predicted is None and default_positions,
-                return_window_weights=return_attention_scores,
-            )
-            full_weights = (
-                F.expand_window_weights(weights, center - self.window_radius, length)
-                if return_attention_scores
-                else None
-            )
         else:
-            weights, positions, start, key_windows = self._local_weights(
-                query, features, keys, mask, length, query_positions, use_causal_mask
+            context, full_weights = self._attend_memory(
+                query,
+                self._project_query(query),
+                memory,
+                query_positions,
+                default_positions,
+                use_causal_mask,
+                training,
+                return_attention_scores,
             )
-            weights = self._dropout(weights, training)
-            # dot, and general with local windows, score the raw memory: one gather serves both.
-            values = key_windows if keys is value else F.gather_positions(value, positions)
-            context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
-            full_weights = (
-                F.expand_window_weights(weights, start, length) if return_attention_scores else None
-            )
-        output = context
-        if self.attention_units:
-            output = F.project(ops.concatenate([query, context], axis=-1), self.attention_kernel)
-            if self.attention_activation is not None:
-                output = self.attention_activation(output)
+        output = self._attentional_output(query, context)
         # Outputs in the compute dtype: Keras' dtype promotion computes some float64 ops
         # (`tanh`, `sigmoid`) in float32 on JAX and PyTorch.
         output = ops.cast(output, self.compute_dtype)
         if full_weights is not None:
             full_weights = ops.cast(full_weights, self.compute_dtype)
         return output, full_weights
+
+    def _attend_memory(
+        self,
+        query,
+        features,
+        memory,
+        query_positions,
+        default_positions: bool,
+        use_causal_mask: bool,
+        training,
+        return_attention_scores: bool,
+    ):
+        """Global attention of the query features over a non-empty memory.
+
+        Returns:
+            `(context [B, T, d_v], weights [B, T, S] or None)`.
+        """
+        keys, value, mask = memory
+        length = ops.shape(value)[1]
+        scores = self._scale(self._score(features, keys))
+        valid = None if mask is None else ops.expand_dims(mask, 1)
+        if use_causal_mask:
+            causal = ops.expand_dims(query_positions, -1) >= ops.arange(length, dtype="int32")
+            valid = causal if valid is None else ops.logical_and(valid, causal)
+        weights = self._normalize(scores, valid)
+        weights = self._dropout(weights, training)
+        return F.matmul(ops.cast(weights, value.dtype), value), weights
 
     # ------------------------------------------------------------------ internals
     def _scale(self, scores):
@@ -474,74 +426,6 @@ class BaseAttention(keras.layers.Layer):
         if training and self.dropout > 0:
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights
-
-    # Tiles for free centres (local-p, given positions) are exact but measured no faster than
-    # gathered windows on CPU under XLA (BENCHMARKS.md §2): off by default, kept for GPUs and
-    # larger radii, tested through this switch.
-    _tiles_for_free_centres = False
-
-    def _local_path(self, query, keys, training, default_positions: bool) -> str:
-        """How local attention is computed: "blocks", "tiles" or "windows".
-
-        - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
-          (query t at step t), blocks of consecutive queries against one contiguous key span.
-        - "tiles" (`functional.tiled_window_attention`): any centres, sorted and grouped by
-          key chunk; only with `_tiles_for_free_centres` (off by default).
-        - "windows": one gathered window per query, for everything else.
-
-        Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
-        queries to fill a block (a single decoder step, T = 1, gathers its one window).
-        Dropout in training keeps the window path, so the dropout mask is drawn over the same
-        `[B, T, 2D+1]` weights as always. Eager JAX keeps it too: there every op is compiled on
-        its own, and the blocks' and tiles' extra ops cost seconds of compilation per shape.
-        """
-        steps, length = query.shape[1], keys.shape[1]
-        # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
-        if not self._dot_type_score() or not (isinstance(steps, int) and isinstance(length, int)):
-            return "windows"
-        if training and self.dropout > 0:
-            return "windows"
-        if not _compiled_or_graph(query):
-            return "windows"
-        radius = self.window_radius
-        if self.alignment == "local_monotonic" and default_positions:
-            return "blocks" if steps >= F.block_size(radius) else "windows"
-        if not self._tiles_for_free_centres:
-            return "windows"
-        q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
-        return "tiles" if steps >= q_tile and length >= chunk else "windows"
-
-    def _dot_type_score(self) -> bool:
-        """Whether the score is `query_features · keys` (then local attention may use tiles)."""
-        return False
-
-    def _local_centers(self, query, mask, length, query_positions):
-        """Integer window centres `[B, T]` and, for local-p, the real-valued `p_t` (else None)."""
-        if mask is None:
-            valid_length = ops.cast(length, "int32") + ops.zeros((ops.shape(query)[0],), "int32")
-        else:
-            valid_length = F.valid_lengths(mask)
-        valid_length = ops.expand_dims(valid_length, -1)  # [B, 1]
-        if self.alignment == "local_monotonic":
-            return ops.minimum(ops.maximum(query_positions, 0), valid_length - 1), None
-        # In float32 at least: p_t must resolve single positions even for long memories.
-        dtype = F.wide_float_dtype(query.dtype)
-        hidden = ops.tanh(F.project(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype)))
-        logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, dtype))
-        predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
-        return ops.cast(ops.floor(predicted + 0.5), "int32"), predicted
-
-    def _local_weights(self, query, features, keys, mask, length, query_positions, causal):
-        radius = self.window_radius
-        center, predicted = self._local_centers(query, mask, length, query_positions)
-        positions = F.window_positions(center, radius)  # [B, T, 2D+1]
-        key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
-        scores = self._scale(self._score(features, key_windows))
-        valid = F.window_validity(positions, length, mask, query_positions if causal else None)
-        weights = self._normalize(scores, valid)
-        if predicted is not None:
-            weights = weights * F.gaussian_window(positions, predicted, radius)
-        return weights, positions, center - radius, key_windows
 
     # ------------------------------------------------------------------ config
     def get_config(self) -> dict:
@@ -571,15 +455,6 @@ def _call_form(args: tuple, kwargs: dict) -> str:
     value = args[1] if len(args) > 1 else kwargs.get("value")
     key = args[2] if len(args) > 2 else kwargs.get("key")
     return "pooling" if value is None and key is None else "query_value"
-
-
-def _compiled_or_graph(x) -> bool:
-    """False only for a concrete (eager) JAX array; True on the other backends."""
-    if keras.backend.backend() != "jax":
-        return True
-    import jax  # the JAX backend is active, so JAX is installed
-
-    return isinstance(x, jax.core.Tracer)
 
 
 def _zero_padding(x, mask):

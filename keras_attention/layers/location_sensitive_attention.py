@@ -99,7 +99,7 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
-        self._refuse(kwargs, ("dropout", "probability_fn"))
+        self._refuse(kwargs)
         super().__init__(
             units=units,
             normalize=normalize,
@@ -146,8 +146,6 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.pop("dropout", None)
-        config.pop("probability_fn", None)
         config.update(
             {
                 "filters": self.filters,

@@ -8,13 +8,15 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
-from keras_attention.layers.base_attention import BaseAttention
+from keras_attention._validation import check_int
+from keras_attention.layers._local_attention import LocalAttentionBase
+from keras_attention.layers.base_attention import get_identifier
 
 _SCORE_MODES = ("dot", "general", "concat")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class LuongAttention(BaseAttention):
+class LuongAttention(LocalAttentionBase):
     """Luong attention (multiplicative or concat), global or local.
 
     Scores of a query `s` (size d_s) against each memory key `h_i` (size d_h):
@@ -137,8 +139,6 @@ class LuongAttention(BaseAttention):
             window_radius=window_radius,
             units=units,
             use_scale=use_scale,
-            attention_units=attention_units,
-            attention_activation=attention_activation,
             dropout=dropout,
             seed=seed,
             kernel_initializer=kernel_initializer,
@@ -147,7 +147,12 @@ class LuongAttention(BaseAttention):
             probability_fn=probability_fn,
             **kwargs,
         )
+        check_int("attention_units", attention_units, 1, allow_none=True)
         self.score_mode = score_mode
+        self.attention_units = None if attention_units is None else int(attention_units)
+        self.attention_activation = get_identifier(
+            keras.activations.get, "attention_activation", attention_activation
+        )
 
     def _build_scoring(self, query_dim: int, key_dim: int) -> None:
         if self.score_mode == "dot" and query_dim != key_dim:
@@ -164,6 +169,26 @@ class LuongAttention(BaseAttention):
             self.key_kernel = self._add_kernel("key_kernel", (key_dim, units))
             self.score_vector = self._add_kernel("score_vector", (units,))
 
+    # ---------------------------------------------------------- the attentional output h̃
+    def _build_extra(self, query_dim: int, value_dim: int) -> None:
+        super()._build_extra(query_dim, value_dim)  # local-p's position network first
+        if self.attention_units:
+            self.attention_kernel = self._add_kernel(
+                "attention_kernel", (query_dim + value_dim, self.attention_units)
+            )
+
+    def _output_size(self, value_dim):
+        return self.attention_units or value_dim
+
+    def _attentional_output(self, query, context):
+        if not self.attention_units:
+            return context
+        output = F.project(ops.concatenate([query, context], axis=-1), self.attention_kernel)
+        if self.attention_activation is not None:
+            output = self.attention_activation(output)
+        return output
+
+    # ---------------------------------------------------------- scores
     def _project_general_query(self) -> bool:
         # s · (h W_g) = (s W_gᵀ) · h. Globally the keys h W_g are made once per memory. With
         # local windows the query is projected instead, so the raw memory serves as both keys
@@ -201,8 +226,6 @@ class LuongAttention(BaseAttention):
         config.update(
             {
                 "score_mode": self.score_mode,
-                "alignment": self.alignment,
-                "window_radius": self.window_radius,
                 "units": self.units,
                 "attention_units": self.attention_units,
                 "attention_activation": keras.activations.serialize(self.attention_activation)

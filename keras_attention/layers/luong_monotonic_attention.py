@@ -9,17 +9,6 @@ import keras
 from keras_attention.layers._monotonic import MonotonicAttention
 from keras_attention.layers.luong_attention import LuongAttention
 
-_NOT_OPTIONS = (
-    "score_mode",
-    "alignment",
-    "window_radius",
-    "units",
-    "attention_units",
-    "attention_activation",
-    "dropout",
-    "probability_fn",
-)
-
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
@@ -61,6 +50,18 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
         Alignments. ICML 2017. https://arxiv.org/abs/1704.00784
     """
 
+    # Always the general score, global (the monotonic recurrence is its alignment), no h̃.
+    _not_options = (
+        "dropout",
+        "probability_fn",
+        "score_mode",
+        "alignment",
+        "window_radius",
+        "units",
+        "attention_units",
+        "attention_activation",
+    )
+
     def __init__(
         self,
         use_scale: bool = False,
@@ -73,7 +74,7 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
-        self._refuse(kwargs, ("dropout", "probability_fn", "score_mode", "alignment", "units"))
+        self._refuse(kwargs)
         super().__init__(
             score_mode="general",
             use_scale=use_scale,
@@ -84,6 +85,3 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
             **kwargs,
         )
         self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
-
-    def get_config(self) -> dict:
-        return self._monotonic_config(super().get_config(), drop=_NOT_OPTIONS)

@@ -32,16 +32,25 @@ class RecurrentAttention(BaseAttention):
 
     state_count: int = 1
 
-    @staticmethod
-    def _refuse(kwargs: dict, names: tuple) -> None:
-        """Options of the plain layers these layers do not have (their weights are no softmax
-        that dropout or hardmax could act on): an error rather than silently ignored."""
-        for name in names:
+    #: Options of the plain layer a recurrent layer derives from that it does not have (its
+    #: weights are no softmax that dropout or hardmax could act on; its alignment is its own):
+    #: refused by the constructor (`_refuse`) and left out of the config (`get_config`).
+    _not_options: tuple = ("dropout", "probability_fn")
+
+    def _refuse(self, kwargs: dict) -> None:
+        """An error naming the first of `_not_options` in `kwargs`, rather than ignoring it."""
+        for name in self._not_options:
             if name in kwargs:
                 raise ValueError(
-                    f"`{name}` is not an option of this layer (monotonic and location-sensitive "
-                    f"attention). Received: {name}={kwargs[name]!r}"
+                    f"`{name}` is not an option of {type(self).__name__} (monotonic and "
+                    f"location-sensitive attention). Received: {name}={kwargs[name]!r}"
                 )
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        for name in self._not_options:
+            config.pop(name, None)
+        return config
 
     # ---------------------------------------------------------------- subclass hooks
     def initial_attention_state(self, batch_size, memory_steps) -> list:

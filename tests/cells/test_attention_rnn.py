@@ -35,7 +35,7 @@ def _luong_gru_local_m():
         keras.layers.GRUCell(UNITS),
         LuongAttention("concat", "local_monotonic", window_radius=2),
         input_feeding=False,
-        units=10,
+        attention_layer_size=10,
     )
 
 
@@ -65,7 +65,7 @@ def _luong_two_attentions():
     return LuongAttentionCell(
         keras.layers.LSTMCell(UNITS),
         [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(units=5)],
-        units=[4, 6],
+        attention_layer_size=[4, 6],
         output_attention=False,
         attention_activation=None,
     )
@@ -247,8 +247,8 @@ def test_bad_cell_and_attention():
         BahdanauAttentionCell(keras.layers.GRUCell(3), LuongAttention(attention_units=4))
     with pytest.raises(TypeError, match="`cell` must be a BahdanauAttentionCell"):
         AttentionRNN(keras.layers.LSTMCell(3))
-    with pytest.raises(ValueError, match="units=0"):
-        LuongAttentionCell(keras.layers.LSTMCell(3), LuongAttention(), units=0)
+    with pytest.raises(ValueError, match="attention_layer_size=0"):
+        LuongAttentionCell(keras.layers.LSTMCell(3), LuongAttention(), attention_layer_size=0)
 
 
 def test_bad_call_inputs():

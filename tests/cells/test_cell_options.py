@@ -1,12 +1,12 @@
 """LuongAttentionCell's AttentionWrapper options and the hardmax probability function.
 
 `attention_layer=False` (h̃ is the context), `output_attention=False` (the cell outputs s_t while
-h̃ is fed), several attention layers with one `W_c` each (`units` a list) or without attention
-layer, and `probability_fn="hardmax"` on the attention layers: against the float64 NumPy
-decoders of tests/reference_cells.py (memory padding full of garbage, decoder padding with a
-hole); `.keras` round trips with safe loading; greedy search over a cell with several attentions
-equals teacher forcing its own output; bad arguments are named. The numbers of TensorFlow Addons
-itself are checked in tests/compat/tfa.
+h̃ is fed), several attention layers with one `W_c` each (`attention_layer_size` a list) or
+without attention layer, and `probability_fn="hardmax"` on the attention layers: against the
+float64 NumPy decoders of tests/reference_cells.py (memory padding full of garbage, decoder
+padding with a hole); `.keras` round trips with safe loading; greedy search over a cell with
+several attentions equals teacher forcing its own output; bad arguments are named. The numbers of
+TensorFlow Addons itself are checked in tests/compat/tfa.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ CASES = [
         "lstm-output-cell-linear",
         "lstm",
         ["additive"],
-        {"output_attention": False, "units": 3, "attention_activation": None},
+        {"output_attention": False, "attention_layer_size": 3, "attention_activation": None},
     ),
-    ("lstm-two-layers", "lstm", ["general", "additive"], {"units": [2, 4]}),
+    ("lstm-two-layers", "lstm", ["general", "additive"], {"attention_layer_size": [2, 4]}),
     ("gru-two-no-attention-layer", "gru", ["concat", "general"], {"attention_layer": False}),
     (
         "lstm-two-output-cell-default-units",
@@ -92,7 +92,12 @@ CASES = [
         {"output_attention": False, "attention_activation": None},
     ),
     ("gru-hardmax-no-feed", "gru", ["general-hardmax"], {"input_feeding": False}),
-    ("lstm-hardmax-two", "lstm", ["additive-hardmax", "general-localm-hardmax"], {"units": [3, 3]}),
+    (
+        "lstm-hardmax-two",
+        "lstm",
+        ["additive-hardmax", "general-localm-hardmax"],
+        {"attention_layer_size": [3, 3]},
+    ),
 ]
 
 
@@ -176,7 +181,7 @@ def _several_model():
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(UNITS),
         [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(units=3)],
-        units=[2, 3],
+        attention_layer_size=[2, 3],
         output_attention=False,
         attention_activation=None,
     )
@@ -202,7 +207,8 @@ def test_keras_round_trip_with_safe_mode(tmp_path):
         np.testing.assert_array_equal(to_numpy(got), want)
     configs = [layer.get_config() for layer in loaded.layers if isinstance(layer, AttentionRNN)]
     luong = [c["cell"]["config"] for c in configs]
-    assert any(c["units"] == [2, 3] and not c["output_attention"] for c in luong)
+    assert any(c["attention_layer_size"] == [2, 3] and not c["output_attention"] for c in luong)
+    assert not any("units" in c for c in luong)  # configs emit the new name only
     assert any(not c["attention_layer"] for c in luong)
 
 
@@ -246,7 +252,7 @@ def test_beam_search_scores_equal_teacher_forced_log_probabilities():
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(UNITS),
         [AdditiveAttention(units=3), LuongAttention("general", probability_fn="hardmax")],
-        units=[3, 2],
+        attention_layer_size=[3, 2],
         output_attention=False,
     )
     step_fn = make_step_fn(cell, embedding, projection, memory, mask, beam_width=width)
@@ -285,11 +291,24 @@ def _cell(**kwargs):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"attention": [LuongAttention(), LuongAttention()], "units": 3}, "units=3"),
-        ({"attention": [LuongAttention(), LuongAttention()], "units": [3]}, r"units=\[3\]"),
-        ({"attention": [LuongAttention(), LuongAttention()], "units": [3, 0]}, r"units=\[3, 0\]"),
-        ({"units": [2.5]}, r"units=\[2.5\]"),
-        ({"attention_layer": False, "units": 3}, "units=3"),
+        (
+            {"attention": [LuongAttention(), LuongAttention()], "attention_layer_size": 3},
+            "attention_layer_size=3",
+        ),
+        (
+            {"attention": [LuongAttention(), LuongAttention()], "attention_layer_size": [3]},
+            r"attention_layer_size=\[3\]",
+        ),
+        (
+            {"attention": [LuongAttention(), LuongAttention()], "attention_layer_size": [3, 0]},
+            r"attention_layer_size=\[3, 0\]",
+        ),
+        ({"attention_layer_size": [2.5]}, r"attention_layer_size=\[2.5\]"),
+        ({"attention_layer": False, "attention_layer_size": 3}, "attention_layer_size=3"),
+        # The old name: the error names the argument the user passed.
+        ({"attention": [LuongAttention(), LuongAttention()], "units": 3}, "Received: units=3"),
+        ({"attention_layer": False, "units": 3}, "Received: units=3"),
+        ({"units": 3, "attention_layer_size": 3}, "units=3, attention_layer_size=3"),
         ({"output_attention": False, "input_feeding": False}, "input_feeding=False"),
         ({"attention_layer": "no"}, "attention_layer='no'"),
         ({"output_attention": 2}, "output_attention=2"),
@@ -342,7 +361,7 @@ def test_prepared_memory_is_a_named_type():
     memory = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
     mask = np.array([[True, True, False], [True, True, True]])
     layers = [LuongAttention("concat", units=5), LuongAttention("dot")]
-    cell = LuongAttentionCell(keras.layers.LSTMCell(4), layers, units=[4, 4])
+    cell = LuongAttentionCell(keras.layers.LSTMCell(4), layers, attention_layer_size=[4, 4])
     prepared = cell.prepare_memory(keras.ops.convert_to_tensor(memory), mask)
     assert isinstance(prepared, CellMemory) and len(prepared.attentions) == 2
     assert all(isinstance(p, PreparedMemory) for p in prepared.attentions)

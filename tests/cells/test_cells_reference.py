@@ -183,7 +183,7 @@ def test_luong_decoder_matches_reference(seed, case):
     cell = LuongAttentionCell(
         CELLS[kind][0](UNITS),
         cls(**kwargs),
-        units=4,
+        attention_layer_size=4,
         input_feeding=input_feeding,
         attention_activation=activation,
     )
@@ -295,7 +295,7 @@ def test_return_sequences_false_is_the_last_valid_step(kind):
     y, memory, mask, tmask = _data(rng, 5)
     attention = LuongAttention("general", "local_monotonic", window_radius=1)
     if kind == "luong":
-        cell = LuongAttentionCell(keras.layers.GRUCell(UNITS), attention, units=4)
+        cell = LuongAttentionCell(keras.layers.GRUCell(UNITS), attention, attention_layer_size=4)
     else:
         cell = BahdanauAttentionCell(keras.layers.GRUCell(UNITS), attention)
     rnn = _build(AttentionRNN(cell, return_sequences=False), y, memory, mask)
@@ -359,7 +359,9 @@ def test_luong_full_initial_state_feeds_h_tilde_0():
     """`initial_state` may be the full state list: the cell's states, then h̃_0."""
     rng = np.random.default_rng(17)
     y, memory, mask, tmask = _data(rng, 5)
-    cell = LuongAttentionCell(keras.layers.LSTMCell(UNITS), LuongAttention("general"), units=4)
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS), LuongAttention("general"), attention_layer_size=4
+    )
     rnn = _build(
         AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
     )

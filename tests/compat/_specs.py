@@ -204,13 +204,13 @@ def _rnn_specs() -> list[Spec]:
             kind="luong_rnn",
             build=_rnn_model(
                 lambda: LuongAttentionCell(
-                    keras.layers.LSTMCell(UNITS), LuongAttention("general"), units=3
+                    keras.layers.LSTMCell(UNITS), LuongAttention("general"), attention_layer_size=3
                 )
             ),
             inputs=_rnn_inputs,
             description=(
                 "AttentionRNN(LuongAttentionCell(LSTMCell(4), LuongAttention('general'), "
-                "units=3), input feeding)"
+                "attention_layer_size=3), input feeding)"
             ),
             reference={
                 "cells": ["lstm"],

@@ -15,7 +15,7 @@ import pytest
 
 from keras_attention import LuongAttention
 from keras_attention import functional as F
-from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers._local_attention import LocalAttentionBase
 from tests import reference
 from tests.backend_utils import BACKEND, jit, to_numpy, value_and_grad, variable
 from tests.conftest import layer_weights, random_batch, randomize_weights
@@ -37,7 +37,7 @@ def _paths(monkeypatch):
         calls["tiles"] += 1
         return tiled(*args, **kwargs)
 
-    monkeypatch.setattr(BaseAttention, "_tiles_for_free_centres", True)
+    monkeypatch.setattr(LocalAttentionBase, "_tiles_for_free_centres", True)
     monkeypatch.setattr(F, "blocked_window_attention", count_blocks)
     monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
     return calls
@@ -45,7 +45,7 @@ def _paths(monkeypatch):
 
 def _call(layer, query, value, mask, **kwargs):
     """`layer([query, value], mask=[None, mask], **kwargs)`; under `jax.jit` on JAX, where
-    eager calls keep the window path (see `BaseAttention._local_path`)."""
+    eager calls keep the window path (see `LocalAttentionBase._local_path`)."""
 
     def call(q, v, m):
         return layer([q, v], mask=[None, m], **kwargs)

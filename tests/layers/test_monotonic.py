@@ -420,8 +420,26 @@ def test_bad_calls_name_the_argument():
         (lambda: LuongMonotonicAttention(probability_fn="hardmax"), "probability_fn"),
         (lambda: LuongMonotonicAttention(score_mode="dot"), "score_mode"),
         (lambda: LocationSensitiveAttention(dropout=0.2), "dropout"),
+        (lambda: LuongMonotonicAttention(window_radius=2), "window_radius"),
+        (lambda: LuongMonotonicAttention(attention_units=4), "attention_units"),
+        (lambda: LuongMonotonicAttention(attention_activation=None), "attention_activation"),
+        (lambda: BahdanauMonotonicAttention(use_scale=True), "use_scale"),
+        (lambda: LocationSensitiveAttention(probability_fn="hardmax"), "probability_fn"),
     ],
 )
 def test_options_of_the_plain_layers_are_refused(make, name):
-    with pytest.raises(ValueError, match=f"Received: {name}="):
+    with pytest.raises(ValueError, match=f"not an option of .*Received: {name}="):
         make()
+
+
+def test_configs_hold_only_their_own_options():
+    """The options a recurrent layer refuses (`_not_options`) are not in its config either."""
+    layers = [
+        LuongMonotonicAttention(),
+        BahdanauMonotonicAttention(3),
+        LocationSensitiveAttention(3),
+    ]
+    for layer in layers:
+        config = layer.get_config()
+        assert set(type(layer)._not_options).isdisjoint(config), type(layer).__name__
+        assert type(layer).from_config(config).get_config() == config

@@ -278,7 +278,7 @@ def _luong_lstm_concat_local_p():
     return LuongAttentionCell(
         keras.layers.LSTMCell(_UNITS),
         LuongAttention("concat", "local_predictive", window_radius=2),
-        units=6,
+        attention_layer_size=6,
     )
 
 

@@ -73,7 +73,7 @@ def _cell(case: dict) -> LuongAttentionCell:
     }[case["cell"]]()
     layers = [_attention(m) for m in case["mechanisms"]]
     size = case["wrapper"]["attention_layer_size"]
-    options = {"attention_layer": False} if size is None else {"units": size}
+    options = {"attention_layer": False} if size is None else {"attention_layer_size": size}
     return LuongAttentionCell(
         inner,
         layers if len(layers) > 1 else layers[0],
@@ -221,10 +221,17 @@ def _built(case_name, **changes):
     "case_name, changes, message",
     [
         # attention_layer_size=5 in tfa: W_c is [8, 5]
-        ("luong_lstm", {"units": 6}, r"misshaped: _attention_layers/0/kernel: checkpoint \[8, 5\]"),
         (
             "luong_lstm",
-            {"attention": [LuongAttention("general"), LuongAttention("general")], "units": [5, 5]},
+            {"attention_layer_size": 6},
+            r"misshaped: _attention_layers/0/kernel: checkpoint \[8, 5\]",
+        ),
+        (
+            "luong_lstm",
+            {
+                "attention": [LuongAttention("general"), LuongAttention("general")],
+                "attention_layer_size": [5, 5],
+            },
             r"missing in the checkpoint: _attention_layers/1/kernel, "
             r"_attention_mechanisms/1/memory_layer/kernel",
         ),
@@ -235,7 +242,7 @@ def _built(case_name, **changes):
         ),
         (
             "luong_lstm",
-            {"attention_layer": False, "units": None},
+            {"attention_layer": False, "attention_layer_size": None},
             r"matching no weight of the cell: _attention_layers/0/kernel",
         ),
         (

@@ -1,0 +1,229 @@
+"""Luong's local alignment (§3.2): the alignment mode, the window and the position network. Private.
+
+`LocalAttentionBase` sits between `BaseAttention` and `LuongAttention`: it owns the options
+`alignment` and `window_radius`, local-p's position network (`position_kernel`,
+`position_vector`) and the three ways a local window is computed ("blocks", "tiles",
+"windows"). `AdditiveAttention` and the recurrent layers do not derive from it: their alignment is
+always global (docs/design.md §9).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_attention import functional as F
+from keras_attention._validation import check_int
+from keras_attention.layers.base_attention import BaseAttention
+
+ALIGNMENT_MODES = ("global", "local_monotonic", "local_predictive")
+
+
+class LocalAttentionBase(BaseAttention):
+    """`BaseAttention` with Luong's global or local alignment; not meant to be used directly.
+
+    `alignment` is the alignment *mode* (which memory positions a query may attend to); the
+    attention weights themselves are called weights throughout the layers.
+    """
+
+    def __init__(
+        self, *, alignment: str = "global", window_radius: int = 10, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        if self.probability_fn == "hardmax" and alignment == "local_predictive":
+            # The window is re-weighted by a Gaussian around p_t: one-hot weights times that
+            # Gaussian are no distribution, and p_t would be learned from one position only.
+            raise ValueError(
+                "probability_fn='hardmax' works with alignment='global' or 'local_monotonic', "
+                "not with 'local_predictive' (whose Gaussian re-weighting needs soft weights). "
+                f"Received: probability_fn={self.probability_fn!r}, alignment={alignment!r}"
+            )
+        if alignment not in ALIGNMENT_MODES:
+            raise ValueError(
+                f"`alignment` must be one of {', '.join(map(repr, ALIGNMENT_MODES))}. "
+                f"Received: alignment={alignment!r}"
+            )
+        check_int("window_radius", window_radius, 0)
+        if alignment == "local_predictive" and window_radius < 1:
+            raise ValueError(
+                "alignment='local_predictive' needs `window_radius` >= 1 (the Gaussian has "
+                f"sigma = window_radius / 2). Received: window_radius={window_radius!r}"
+            )
+        self.alignment = alignment
+        self.window_radius = int(window_radius)
+
+    # ------------------------------------------------------------------ BaseAttention hooks
+    def _build_extra(self, query_dim: int, value_dim: int) -> None:
+        if self.alignment == "local_predictive":
+            units = self.units or query_dim
+            self.position_kernel = self._add_kernel("position_kernel", (query_dim, units))
+            self.position_vector = self._add_kernel("position_vector", (units,))
+        super()._build_extra(query_dim, value_dim)
+
+    def _check_query_positions(self, single_step: bool, query_positions) -> None:
+        if single_step and self.alignment == "local_monotonic" and query_positions is None:
+            raise ValueError(
+                f"Layer {self.name}: alignment='local_monotonic' with a single-step query "
+                "[batch, dim] needs the step index: pass `query_positions`. "
+                "Received: query_positions=None"
+            )
+
+    def _attend_memory(
+        self,
+        query,
+        features,
+        memory,
+        query_positions,
+        default_positions: bool,
+        use_causal_mask: bool,
+        training,
+        return_attention_scores: bool,
+    ):
+        if self.alignment == "global":
+            return super()._attend_memory(
+                query,
+                features,
+                memory,
+                query_positions,
+                default_positions,
+                use_causal_mask,
+                training,
+                return_attention_scores,
+            )
+        keys, value, mask = memory
+        length = ops.shape(value)[1]
+        path = self._local_path(query, keys, training, default_positions)
+        if path == "blocks":
+            context, weights = F.blocked_window_attention(
+                features,
+                keys,
+                value,
+                self.window_radius,
+                mask=mask,
+                causal=use_causal_mask,
+                score_fn=self._scale,
+                return_window_weights=return_attention_scores,
+            )
+            full_weights = None
+            if return_attention_scores:
+                center, _ = self._local_centers(query, mask, length, query_positions)
+                full_weights = F.expand_window_weights(weights, center - self.window_radius, length)
+            return context, full_weights
+        if path == "tiles":
+            center, predicted = self._local_centers(query, mask, length, query_positions)
+            context, weights = F.tiled_window_attention(
+                features,
+                keys,
+                value,
+                center,
+                self.window_radius,
+                mask=mask,
+                query_positions=query_positions if use_causal_mask else None,
+                predicted=predicted,
+                score_fn=self._scale,
+                # local-m with the default positions: centres min(t, S_b - 1) never decrease.
+                centers_sorted=predicted is None and default_positions,
+                return_window_weights=return_attention_scores,
+            )
+            full_weights = (
+                F.expand_window_weights(weights, center - self.window_radius, length)
+                if return_attention_scores
+                else None
+            )
+            return context, full_weights
+        weights, positions, start, key_windows = self._local_weights(
+            query, features, keys, mask, length, query_positions, use_causal_mask
+        )
+        weights = self._dropout(weights, training)
+        # dot, and general with local windows, score the raw memory: one gather serves both.
+        values = key_windows if keys is value else F.gather_positions(value, positions)
+        context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
+        full_weights = (
+            F.expand_window_weights(weights, start, length) if return_attention_scores else None
+        )
+        return context, full_weights
+
+    # ------------------------------------------------------------------ local windows
+    # Tiles for free centres (local-p, given positions) are exact but measured no faster than
+    # gathered windows on CPU under XLA (BENCHMARKS.md §2): off by default, kept for GPUs and
+    # larger radii, tested through this switch.
+    _tiles_for_free_centres = False
+
+    def _local_path(self, query, keys, training, default_positions: bool) -> str:
+        """How local attention is computed: "blocks", "tiles" or "windows".
+
+        - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
+          (query t at step t), blocks of consecutive queries against one contiguous key span.
+        - "tiles" (`functional.tiled_window_attention`): any centres, sorted and grouped by
+          key chunk; only with `_tiles_for_free_centres` (off by default).
+        - "windows": one gathered window per query, for everything else.
+
+        Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
+        queries to fill a block (a single decoder step, T = 1, gathers its one window).
+        Dropout in training keeps the window path, so the dropout mask is drawn over the same
+        `[B, T, 2D+1]` weights as always. Eager JAX keeps it too: there every op is compiled on
+        its own, and the blocks' and tiles' extra ops cost seconds of compilation per shape.
+        """
+        steps, length = query.shape[1], keys.shape[1]
+        # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
+        if not self._dot_type_score() or not (isinstance(steps, int) and isinstance(length, int)):
+            return "windows"
+        if training and self.dropout > 0:
+            return "windows"
+        if not _compiled_or_graph(query):
+            return "windows"
+        radius = self.window_radius
+        if self.alignment == "local_monotonic" and default_positions:
+            return "blocks" if steps >= F.block_size(radius) else "windows"
+        if not self._tiles_for_free_centres:
+            return "windows"
+        q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
+        return "tiles" if steps >= q_tile and length >= chunk else "windows"
+
+    def _dot_type_score(self) -> bool:
+        """Whether the score is `query_features · keys` (then local attention may use tiles)."""
+        return False
+
+    def _local_centers(self, query, mask, length, query_positions):
+        """Integer window centres `[B, T]` and, for local-p, the real-valued `p_t` (else None)."""
+        if mask is None:
+            valid_length = ops.cast(length, "int32") + ops.zeros((ops.shape(query)[0],), "int32")
+        else:
+            valid_length = F.valid_lengths(mask)
+        valid_length = ops.expand_dims(valid_length, -1)  # [B, 1]
+        if self.alignment == "local_monotonic":
+            return ops.minimum(ops.maximum(query_positions, 0), valid_length - 1), None
+        # In float32 at least: p_t must resolve single positions even for long memories.
+        dtype = F.wide_float_dtype(query.dtype)
+        hidden = ops.tanh(F.project(ops.cast(query, dtype), ops.cast(self.position_kernel, dtype)))
+        logit = ops.einsum("btu,u->bt", hidden, ops.cast(self.position_vector, dtype))
+        predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
+        return ops.cast(ops.floor(predicted + 0.5), "int32"), predicted
+
+    def _local_weights(self, query, features, keys, mask, length, query_positions, causal):
+        radius = self.window_radius
+        center, predicted = self._local_centers(query, mask, length, query_positions)
+        positions = F.window_positions(center, radius)  # [B, T, 2D+1]
+        key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
+        scores = self._scale(self._score(features, key_windows))
+        valid = F.window_validity(positions, length, mask, query_positions if causal else None)
+        weights = self._normalize(scores, valid)
+        if predicted is not None:
+            weights = weights * F.gaussian_window(positions, predicted, radius)
+        return weights, positions, center - radius, key_windows
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({"alignment": self.alignment, "window_radius": self.window_radius})
+        return config
+
+
+def _compiled_or_graph(x) -> bool:
+    """False only for a concrete (eager) JAX array; True on the other backends."""
+    if keras.backend.backend() != "jax":
+        return True
+    import jax  # the JAX backend is active, so JAX is installed
+
+    return isinstance(x, jax.core.Tracer)
