@@ -377,7 +377,9 @@ def test_attention_layer_kernels_is_the_public_view_of_w_c():
     """`attention_layer_kernels` (what the tfa checkpoint migration maps): one `W_c` per
     attention layer, `[d_s + d_h, units_i]`, the cell's own variables; none without the layer."""
     two = LuongAttentionCell(
-        keras.layers.LSTMCell(4), [LuongAttention("dot"), LuongAttention("general")], units=[3, 5]
+        keras.layers.LSTMCell(4),
+        [LuongAttention("dot"), LuongAttention("general")],
+        attention_layer_size=[3, 5],
     )
     assert two.attention_layer_kernels == []  # not built yet
     two.build((2, 6), (2, 7, 4))
