@@ -175,7 +175,7 @@ def resolve_top_k_method(method: Any) -> str:
     return method
 
 
-def top_k_threshold(z, k: int, method: str = "bisection"):
+def top_k_threshold(z, k: int, method: str = "bisection", lowest=None):
     """`[N, 1]` thresholds with `z >= threshold` the k largest logits of each row: every logit
     tied with the k-th largest is kept too, and logits without a float32 probability (more
     than 104 below the row's top) are never kept.
@@ -185,8 +185,11 @@ def top_k_threshold(z, k: int, method: str = "bisection"):
     logits (15-20 passes on V = 8000; BENCHMARKS.md section 4); logits within
     2**-23 x max(1, |top|) of the k-th largest count as tied with it. `method="sort"` takes
     the k-th largest from `ops.top_k` (a partial sort on JAX, PyTorch and TensorFlow without
-    XLA; a full sort under XLA on CPU)."""
+    XLA; a full sort under XLA on CPU). `lowest` `[N, 1]`, if given, is a known lower bound
+    of the threshold (at least k logits of the row are >= it): the bisection starts there."""
     top, floor = _row_floor(z)
+    if lowest is not None:
+        floor = ops.maximum(floor, lowest)
     if method == "sort":
         kth = ops.top_k(z, k)[0][:, k - 1 : k]
         return ops.maximum(kth, floor)
@@ -514,7 +517,8 @@ def _top_k_sample(z, keys, k, top_p, method):
         maxima = ops.max(grouped, axis=-1)
         # Every token among the k largest lies in a block whose maximum is among the k
         # largest maxima: at least k tokens are >= the k-th largest maximum.
-        selected = maxima >= top_k_threshold(maxima, k, "bisection")
+        bound = top_k_threshold(maxima, k, "bisection")  # <= the k-th largest logit
+        selected = maxima >= bound
         capacity = _top_k_capacity(k)
         overflow = ops.any(_count(selected) > capacity)
         # Compaction: the selected blocks' indices, in order, into `capacity` slots (a
@@ -545,8 +549,8 @@ def _top_k_sample(z, keys, k, top_p, method):
         floor = top - _ZERO_PROBABILITY
         if method == "sort":  # (sorted: the k-th largest is the k-th candidate)
             cut = ops.maximum(values[:, k - 1 : k], floor)
-        else:
-            cut = top_k_threshold(values, k, "bisection")
+        else:  # (the bracket starts at the k-th largest block maximum, not 104 below the top)
+            cut = top_k_threshold(values, k, "bisection", lowest=bound)
         kept = values >= cut
         weights = ops.where(kept, ops.exp(values - top), ops.zeros_like(values))
         if top_p is not None:
