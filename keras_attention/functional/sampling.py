@@ -404,7 +404,7 @@ def sample_tokens(
       draws with `token_uniforms(seed, t, N, V)`** (up to float32 rounding at a cut). When
       ties select more blocks than the candidates hold (or more than k tokens tie at the k-th
       logit, with "sort"), the batch is drawn by `gumbel_tokens` over all V. Used when the
-      candidates are fewer than V / 2.
+      candidates are fewer than V / 2 (with either method: both draw the same ids).
     - **otherwise, a two-level draw**: a block with probability proportional to its mass
       (an exponential race over V / 16 uniforms), then a token in it (16 uniforms): the same
       distribution, other random numbers than `gumbel_tokens`'. One pass over V for the
@@ -459,7 +459,8 @@ def sample_tokens(
     lowest = None
     if top_k is not None:
         method = resolve_top_k_method(top_k_method)
-        if _top_k_capacity(top_k) * _BLOCK < vocab // 2 or method == "sort":
+        # (Both methods choose the same path, so they draw the same ids for a seed.)
+        if _top_k_capacity(top_k) * _BLOCK < vocab // 2:
             return _top_k_sample(z, keys, top_k, top_p, method)
         lowest = top_k_threshold(z, top_k, method)
     if top_p is not None and (lowest is not None or top_p < 0.5):
