@@ -591,7 +591,8 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
     rows, vocab = ops.shape(z)[0], int(z.shape[-1])
     inf = float("inf")
     blocks = -(-vocab // _BLOCK)
-    top, floor = _row_floor(z)
+    top, _ = _row_floor(z)
+    floor = top - _ZERO_PROBABILITY  # (z >= max(min z, floor) is z >= floor: no min needed)
     if lowest is not None:
         floor = ops.maximum(floor, lowest)
     weights = ops.where(z >= floor, ops.exp(z - top), ops.zeros_like(z))
@@ -664,19 +665,15 @@ def _nucleus_chain(values, weights, scores, goal):
     token is in the nucleus iff the mass of the strictly more probable tokens is below the
     goal (ties with it are then in too), so the nucleus is every token above some logit. The
     best score among the tokens above a bound (first: all) is tested in one pass; if it is
-    out, the nucleus lies strictly above its logit, which becomes the bound, and the same
-    pass has found the next best above it. Rows without mass (goal 0) take index 0.
+    out, the nucleus lies strictly above its logit, which becomes the bound, and the best
+    score above it is the next candidate. Rows without mass (goal 0) take index 0.
     """
     count = int(values.shape[-1])
-    positions = ops.expand_dims(ops.arange(count, dtype="int32"), 0)
     below = ops.full_like(scores, -1.0)
 
-    def first_reaching(candidates, best):
-        """The first index whose candidate score reaches `best` `[N, 1]`, and its logit."""
-        index = count - ops.max(
-            ops.where(candidates >= best, count - positions, 0), axis=-1, initial=0
-        )
-        index = ops.where(index >= count, ops.zeros_like(index), index)
+    def best_of(candidates):
+        """The first index of each row's best candidate score, and its logit."""
+        index = argmax_tokens(candidates)
         return index, ops.take_along_axis(values, ops.expand_dims(index, -1), axis=-1)
 
     def cond(i, winner, value, done):
@@ -688,10 +685,8 @@ def _nucleus_chain(values, weights, scores, goal):
         # and, in case it is not, the best score among the tokens above it.
         above = values > value
         before = ops.sum(ops.where(above, weights, ops.zeros_like(weights)), -1, keepdims=True)
-        candidates = ops.where(above, scores, below)
-        best = ops.max(candidates, axis=-1, keepdims=True, initial=-1.0)
         done = ops.logical_or(done, (before < goal)[:, 0])
-        index, next_value = first_reaching(candidates, best)
+        index, next_value = best_of(ops.where(above, scores, below))
         keep = ops.expand_dims(done, -1)
         return (
             i + 1,
@@ -700,7 +695,7 @@ def _nucleus_chain(values, weights, scores, goal):
             done,
         )
 
-    winner, value = first_reaching(scores, ops.max(scores, axis=-1, keepdims=True, initial=-1.0))
+    winner, value = best_of(scores)
     start = (0, winner, value, goal[:, 0] <= 0)
     _, winner, _, _ = _rounds(cond, body, start, unrolled=3)
     return winner
