@@ -65,14 +65,7 @@ def test_probability_one_feeds_the_models_own_output(decoder):
     """Against a hand loop: step 0 gets the ground truth, step t the argmax of step t-1."""
     cell, embedding, dense, ids, memory = decoder
     outputs, _ = _run(decoder, 1.0, "argmax")
-    prepared = cell.prepare_memory(ops.convert_to_tensor(memory))
-    states = cell.get_initial_state(B)
-    token, expected = ids[:, 0], []
-    for t in range(T):
-        output, states, _ = cell.step(embedding(token), states, prepared, position=t)
-        expected.append(to_numpy(output))
-        token = ops.argmax(dense(output), axis=-1)
-    np.testing.assert_allclose(outputs, np.stack(expected, 1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs, _hand_loop(decoder)[0], rtol=1e-5, atol=1e-6)
     teacher_forced = to_numpy(AttentionRNN(cell)(embedding(ids), memory))
     np.testing.assert_array_equal(outputs[:, 0], teacher_forced[:, 0])
     assert np.abs(outputs[:, 1:] - teacher_forced[:, 1:]).max() > 1e-3
