@@ -19,8 +19,10 @@ from keras_attention.functional.windows import (
     tile_sizes,
     tiled_window_attention,
     valid_lengths,
+    window_dot_scores,
     window_positions,
     window_validity,
+    window_weighted_sum,
 )
 
 __all__ = [
@@ -44,7 +46,9 @@ __all__ = [
     "tiled_window_attention",
     "time_loop",
     "valid_lengths",
+    "window_dot_scores",
     "window_positions",
     "wide_float_dtype",
     "window_validity",
+    "window_weighted_sum",
 ]

@@ -133,13 +133,17 @@ class LocalAttentionBase(BaseAttention):
                 else None
             )
             return context, full_weights
+        fused = self._fused_windows(features)
         weights, positions, start, key_windows = self._local_weights(
-            query, features, keys, mask, length, query_positions, use_causal_mask
+            query, features, keys, mask, length, query_positions, use_causal_mask, fused
         )
         weights = self._dropout(weights, training)
-        # dot, and general with local windows, score the raw memory: one gather serves both.
-        values = key_windows if keys is value else F.gather_positions(value, positions)
-        context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
+        if fused:
+            context = F.window_weighted_sum(weights, value, positions)
+        else:
+            # dot, and general with local windows, score the raw memory: one gather serves both.
+            values = key_windows if keys is value else F.gather_positions(value, positions)
+            context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
         full_weights = (
             F.expand_window_weights(weights, start, length) if return_attention_scores else None
         )
@@ -186,6 +190,17 @@ class LocalAttentionBase(BaseAttention):
         """Whether the score is `query_features · keys` (then local attention may use tiles)."""
         return False
 
+    def _fused_windows(self, features) -> bool:
+        """Whether the window path scores and sums without materialising the windows.
+
+        `functional.window_dot_scores` / `window_weighted_sum` let XLA fuse the gather into the
+        reductions (1.5-2.3x faster forward on CPU); without XLA they would write the product
+        out and are slower than the einsums over gathered windows, so they are used only for a
+        dot-type score inside an XLA compilation (JAX under `jit`, TensorFlow under
+        `jit_compile=True`) with a static feature size.
+        """
+        return self._dot_type_score() and features.shape[-1] is not None and _under_xla(features)
+
     def _local_centers(self, query, mask, length, query_positions):
         """Integer window centres `[B, T]` and, for local-p, the real-valued `p_t` (else None)."""
         if mask is None:
@@ -202,12 +217,18 @@ class LocalAttentionBase(BaseAttention):
         predicted = ops.cast(valid_length, dtype) * ops.sigmoid(logit)
         return ops.cast(ops.floor(predicted + 0.5), "int32"), predicted
 
-    def _local_weights(self, query, features, keys, mask, length, query_positions, causal):
+    def _local_weights(
+        self, query, features, keys, mask, length, query_positions, causal, fused=False
+    ):
         radius = self.window_radius
         center, predicted = self._local_centers(query, mask, length, query_positions)
         positions = F.window_positions(center, radius)  # [B, T, 2D+1]
-        key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
-        scores = self._scale(self._score(features, key_windows))
+        if fused:
+            key_windows = None
+            scores = self._scale(F.window_dot_scores(features, keys, positions))
+        else:
+            key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
+            scores = self._scale(self._score(features, key_windows))
         valid = F.window_validity(positions, length, mask, query_positions if causal else None)
         weights = self._normalize(scores, valid)
         if predicted is not None:
@@ -227,3 +248,26 @@ def _compiled_or_graph(x) -> bool:
     import jax  # the JAX backend is active, so JAX is installed
 
     return isinstance(x, jax.core.Tracer)
+
+
+def _under_xla(x) -> bool:
+    """Whether `x` is being traced for XLA: JAX under `jit`, TensorFlow under `jit_compile`.
+
+    PyTorch (and eager code) is never compiled by XLA here. TensorFlow has no public probe for
+    an XLA context, so its graph's flag is read through `tensorflow.python`; should that move,
+    the answer is False and the einsum path runs (slower under XLA, the same numbers).
+    """
+    backend = keras.backend.backend()
+    if backend == "jax":
+        return _compiled_or_graph(x)
+    if backend != "tensorflow":
+        return False
+    try:
+        import tensorflow as tf
+        from tensorflow.python.ops import control_flow_util
+
+        if tf.executing_eagerly():
+            return False
+        return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+    except Exception:  # pragma: no cover - a TensorFlow without the private helper
+        return False
