@@ -103,9 +103,9 @@ def worker(cfg: dict) -> dict:
     layer._tiles_for_free_centres = cfg["alignment"].endswith("/tiles")
     variables = layer.trainable_variables
 
-    def forward(q, m):
+    def forward(q, m, training=None):
         if not floor:
-            return layer([q, m])
+            return layer([q, m], training=training)
         # The dense work every local_predictive formulation must do, O(T·d²): the query
         # projection s W_gᵀ and the position network v_p · tanh(s W_p); plus one read of the
         # memory. No window is scored (that work is added analytically, see `floor_ms`).
@@ -127,7 +127,7 @@ def worker(cfg: dict) -> dict:
             return tf.reduce_sum(out), out
         with tf.GradientTape() as tape:
             tape.watch([q, m])
-            loss = tf.reduce_sum(forward(q, m))
+            loss = tf.reduce_sum(forward(q, m, training=True))
         return loss, tape.gradient(loss, [q, m, *variables])
 
     step.get_concrete_function(query, memory)  # trace now so the graph is in the baseline

@@ -138,8 +138,9 @@ def window_weighted_sum(weights, values, positions):
     >>> np.asarray(window_weighted_sum(np.array([[[0.5, 0.5]]]), v, np.array([[[0, 1]]]))).tolist()
     [[[2.0, 3.0]]]
     """
-    weights = ops.expand_dims(ops.cast(weights, values.dtype), -1)
-    return ops.sum(weights * gather_positions(values, positions), axis=2)
+    weights = ops.cast(weights, values.dtype)
+    total = ops.sum(ops.expand_dims(weights, -1) * gather_positions(values, positions), axis=2)
+    return ops.where(ops.any(ops.not_equal(weights, 0), axis=-1, keepdims=True), total, 0)
 
 
 def window_positions(center, radius: int):

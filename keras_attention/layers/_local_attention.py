@@ -133,7 +133,7 @@ class LocalAttentionBase(BaseAttention):
                 else None
             )
             return context, full_weights
-        fused = self._fused_windows(features)
+        fused = self._fused_windows(features, training)
         weights, positions, start, key_windows = self._local_weights(
             query, features, keys, mask, length, query_positions, use_causal_mask, fused
         )
@@ -190,16 +190,21 @@ class LocalAttentionBase(BaseAttention):
         """Whether the score is `query_features · keys` (then local attention may use tiles)."""
         return False
 
-    def _fused_windows(self, features) -> bool:
+    def _fused_windows(self, features, training) -> bool:
         """Whether the window path scores and sums without materialising the windows.
 
         `functional.window_dot_scores` / `window_weighted_sum` let XLA fuse the gather into the
-        reductions (1.5-2.3x faster forward on CPU); without XLA they would write the product
-        out and are slower than the einsums over gathered windows, so they are used only for a
-        dot-type score inside an XLA compilation (JAX under `jit`, TensorFlow under
-        `jit_compile=True`) with a static feature size.
+        reductions (about 3x faster forward at S = 4096 on CPU, BENCHMARKS.md §2); without XLA
+        they would write the product out and are slower than the einsums over gathered windows,
+        so they are used only for a dot-type score inside an XLA compilation (JAX under `jit`,
+        TensorFlow under `jit_compile=True`) with a static feature size, and not with
+        `training=True`: there the einsum path is faster, because its gradient scatters the one
+        shared window tensor into the memory once, where the fused form's two gathers scatter
+        twice (1.1x the wall time, 1.45x the CPU time of a training step at B = 4, S = 8192).
         """
-        return self._dot_type_score() and features.shape[-1] is not None and _under_xla(features)
+        if training or not self._dot_type_score() or features.shape[-1] is None:
+            return False
+        return _under_xla(features)
 
     def _local_centers(self, query, mask, length, query_positions):
         """Integer window centres `[B, T]` and, for local-p, the real-valued `p_t` (else None)."""

@@ -158,6 +158,16 @@ def test_eager_calls_keep_the_einsum_path(monkeypatch):
     assert calls == {"scores": 0, "sums": 0}
 
 
+def test_training_keeps_the_einsum_path(monkeypatch):
+    rng = np.random.default_rng(4)
+    query, value, mask = random_batch(rng, batch=2, steps=4, memory=9, d_query=8, d_memory=8)
+    layer = LuongAttention("general", "local_predictive", window_radius=2)
+    layer.build([query.shape, value.shape])
+    calls = _count_fused(monkeypatch)
+    _xla(lambda q, v, m: layer([q, v], mask=[None, m], training=True))(query, value, mask)
+    assert calls == {"scores": 0, "sums": 0}
+
+
 def test_concat_score_is_never_fused(monkeypatch):
     rng = np.random.default_rng(2)
     query, value, mask = random_batch(rng, batch=2, steps=4, memory=9, d_query=8, d_memory=8)
@@ -209,7 +219,7 @@ def test_fused_gradients_match_einsum_path(monkeypatch):
     calls = _count_fused(monkeypatch)
     fused_loss, fused = _compiled_value_and_grad(loss, targets)
     assert calls["scores"] >= 1
-    monkeypatch.setattr(type(layer), "_fused_windows", lambda self, features: False)
+    monkeypatch.setattr(type(layer), "_fused_windows", lambda self, features, training: False)
     plain_loss, plain = _compiled_value_and_grad(loss, targets)
     np.testing.assert_allclose(to_numpy(fused_loss), to_numpy(plain_loss), rtol=1e-5)
     for a, b in zip(fused, plain, strict=True):
