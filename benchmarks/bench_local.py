@@ -2,8 +2,9 @@
 
 `LuongAttention(score_mode="general", window_radius=D)` with alignment "global",
 "local_predictive" and "local_monotonic", B=4, T=S in {512, 2048, 8192}, d=128, D=10 (a window
-of 2D+1 = 21 positions), float32. One step: `loss = sum(output)`, gradients w.r.t. the query,
-the memory and every trainable weight, in `tf.function` (graph mode; `--jit-compile` for XLA).
+of 2D+1 = 21 positions), float32. One step: `loss = sum(layer(..., training=True))` (as `fit`
+calls it), gradients w.r.t. the query, the memory and every trainable weight, in `tf.function`
+(graph mode; `--jit-compile` for XLA). `--forward`: the output alone, `training` unset.
 
 Expectation (docs/design.md §2, the issue's target): with T = S, global attention does O(T·S) =
 O(S²) work and holds [B, T, S] score/weight tensors (and their gradients), so time and memory
@@ -35,8 +36,10 @@ Method:
   linear ≈ 4×, quadratic ≈ 16×.
 
 Contenders besides the three alignments: `local_predictive/windows`, `local_monotonic/windows`
-(the layer forced onto the gathered-window path, the formulation before blocks) and
-`local_predictive/tiles` (the exact tiled formulation, off by default in the layers), and
+(the layer forced onto the window path, the formulation before blocks: under XLA outside
+training its windows are fused, see `LocalAttentionBase._local_path`) and
+`local_predictive/tiles` (the exact tiled formulation, forced: the layers choose it in training
+and without XLA), and
 `floor`: the dense work every local_predictive formulation must do (query projection, position
 network, one read of the inputs, one write of the output); the script multiplies it by
 1 + (2D+1)/d for the window arithmetic and prints local / floor. `--forward` times the forward
@@ -100,7 +103,8 @@ def worker(cfg: dict) -> dict:
     layer.build([query.shape, memory.shape])
     if cfg["alignment"].endswith("/windows"):
         layer._local_path = lambda *args: "windows"
-    layer._tiles_for_free_centres = cfg["alignment"].endswith("/tiles")
+    if cfg["alignment"].endswith("/tiles"):
+        layer._tiles_for_free_centres = True
     variables = layer.trainable_variables
 
     def forward(q, m, training=None):

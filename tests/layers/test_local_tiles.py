@@ -174,3 +174,50 @@ def test_fast_paths_compile(monkeypatch, alignment):
     eager = layer([query, value], mask=[None, mask])
     compiled = jit(lambda q, v, m: layer([q, v], mask=[None, m]))(query, value, mask)
     np.testing.assert_allclose(to_numpy(compiled), to_numpy(eager), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("training", [None, True], ids=["inference", "training"])
+def test_default_path_for_free_centres(monkeypatch, compiled, training):
+    """Local-p's default: fused windows under XLA outside training, tiles everywhere else
+    (eager JAX keeps the windows: op-by-op compilation)."""
+    tiled, fused = F.tiled_window_attention, F.window_dot_scores
+    calls = {"tiles": 0, "fused": 0}
+
+    def count_tiles(*args, **kwargs):
+        calls["tiles"] += 1
+        return tiled(*args, **kwargs)
+
+    def count_fused(*args, **kwargs):
+        calls["fused"] += 1
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
+    monkeypatch.setattr(F, "window_dot_scores", count_fused)
+    rng = np.random.default_rng(11)
+    query, value, mask = random_batch(rng, batch=2, steps=40, memory=45, d_query=8, d_memory=8)
+    layer = LuongAttention("general", "local_predictive", window_radius=RADIUS)
+    layer.build([query.shape, value.shape])
+
+    def call(q, v, m):
+        return layer([q, v], mask=[None, m], training=training)
+
+    xla = compiled and BACKEND in ("tensorflow", "jax")
+    out = (jit(call) if xla else call)(query, value, mask)
+    if xla and not training:
+        expected = {"tiles": 0, "fused": 1}
+    elif BACKEND == "jax" and not compiled:
+        expected = {"tiles": 0, "fused": 0}
+    else:
+        expected = {"tiles": 1, "fused": 0}
+    assert calls == expected
+    ref_out, _ = reference.attention(
+        query,
+        value,
+        mode="general",
+        weights=layer_weights(layer),
+        value_mask=mask,
+        alignment="local_predictive",
+        window_radius=RADIUS,
+    )
+    np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
