@@ -79,8 +79,9 @@ def window_dot_scores(query, keys, positions):
     `d = (d / L) · L` (`L = 8` lanes when `d` allows) and summed over the `d / L` axis first, so
     the inner loop runs over `L` adjacent floats (one vector register) instead of a horizontal
     sum over `d`: 1.5-2.3x faster than the einsum over gathered windows on CPU (B = 2, S = 4096,
-    d = 64-256, D = 3-25; BENCHMARKS.md §2). Without XLA (TensorFlow graphs, PyTorch) the
-    product is materialised and the einsum is faster: `LocalAttentionBase` chooses.
+    d = 64-256, D = 3-25; BENCHMARKS.md §2). Without XLA (TensorFlow graphs, PyTorch), and
+    under JAX's XLA, which writes its gathers out, the product is materialised and the einsum
+    is faster: `LocalAttentionBase` chooses.
 
     Args:
         query: `[B, T, d]`.

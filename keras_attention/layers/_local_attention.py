@@ -160,14 +160,15 @@ class LocalAttentionBase(BaseAttention):
         - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
           (query t at step t), blocks of consecutive queries against one contiguous key span.
         - "tiles" (`functional.tiled_window_attention`): free centres (local-p, given
-          positions), sorted and grouped by key chunk, except under XLA outside training.
-        - "windows": one window per query, for everything else. Under XLA with a dot-type
-          score the windows are fused into the reductions, never written out
+          positions), sorted and grouped by key chunk, except under TensorFlow's XLA outside
+          training.
+        - "windows": one window per query, for everything else. Under TensorFlow's XLA with a
+          dot-type score the windows are fused into the reductions, never written out
           (`_fused_windows`): the fastest forward there (2.3x the floor at S = 4096, against
-          tiles' 4x). In training, and without XLA (TensorFlow graphs and eager, PyTorch),
-          tiles are faster: 1.0-1.2x under XLA (0.92x at B = 64, T = S = 50, d = 256), 2-2.5x
-          in TensorFlow graphs and 2.5-3.8x in PyTorch for a training step, 1.5-1.8x for a
-          forward pass without XLA.
+          tiles' 4x). Elsewhere tiles are faster than windows (BENCHMARKS.md §2): a training
+          step 1.0-1.2x under TensorFlow's XLA (0.92x at B = 64, T = S = 50, d = 256), 2-2.5x
+          in TensorFlow graphs, 2.5-3.8x in PyTorch, 1.1-3x under `jax.jit`; a forward pass
+          1.5-1.8x in TensorFlow graphs, 1-1.8x in PyTorch, 1-2.8x under `jax.jit`.
 
         Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
         queries to fill a block (a single decoder step, T = 1, gathers its one window).
@@ -187,7 +188,7 @@ class LocalAttentionBase(BaseAttention):
         if self.alignment == "local_monotonic" and default_positions:
             return "blocks" if steps >= F.block_size(radius) else "windows"
         if self._tiles_for_free_centres is None:
-            if not training and _under_xla(query):
+            if not training and _xla_fuses_gathers(query):
                 return "windows"  # fused: see `_fused_windows`
         elif not self._tiles_for_free_centres:
             return "windows"
@@ -204,15 +205,15 @@ class LocalAttentionBase(BaseAttention):
         `functional.window_dot_scores` / `window_weighted_sum` let XLA fuse the gather into the
         reductions (about 3x faster forward at S = 4096 on CPU, BENCHMARKS.md §2); without XLA
         they would write the product out and are slower than the einsums over gathered windows,
-        so they are used only for a dot-type score inside an XLA compilation (JAX under `jit`,
-        TensorFlow under `jit_compile=True`) with a static feature size, and not with
+        so they are used only for a dot-type score inside TensorFlow's XLA (`jit_compile=True`;
+        not JAX's, see `_xla_fuses_gathers`) with a static feature size, and not with
         `training=True`: there the einsum path is faster, because its gradient scatters the one
         shared window tensor into the memory once, where the fused form's two gathers scatter
         twice (1.1x the wall time, 1.45x the CPU time of a training step at B = 4, S = 8192).
         """
         if training or not self._dot_type_score() or features.shape[-1] is None:
             return False
-        return _under_xla(features)
+        return _xla_fuses_gathers(features)
 
     def _local_centers(self, query, mask, length, query_positions):
         """Integer window centres `[B, T]` and, for local-p, the real-valued `p_t` (else None)."""
@@ -263,17 +264,18 @@ def _compiled_or_graph(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _under_xla(x) -> bool:
-    """Whether `x` is being traced for XLA: JAX under `jit`, TensorFlow under `jit_compile`.
+def _xla_fuses_gathers(x) -> bool:
+    """Whether `x` is traced inside a TensorFlow `jit_compile=True` function, where XLA fuses
+    a gather into the reduction that consumes it (the fused window path).
 
-    PyTorch (and eager code) is never compiled by XLA here. TensorFlow has no public probe for
-    an XLA context, so its graph's flag is read through `tensorflow.python`; should that move,
-    the answer is False and the einsum path runs (slower under XLA, the same numbers).
+    JAX under `jit` is XLA too, but there (jax 0.10) the gathers are written out: `jnp.take`
+    masks out-of-range indices with a select, and the CPU reductions run as separate YNNPACK
+    fusions. Measured there, the fused form is 1.8x slower than the einsums and the tiles are
+    faster than both (BENCHMARKS.md §2), so JAX is left out. TensorFlow has no public probe
+    for an XLA context: its graph's flag is read through `tensorflow.python`; should that
+    move, the answer is False and the tiles run (slower under XLA, the same numbers).
     """
-    backend = keras.backend.backend()
-    if backend == "jax":
-        return _compiled_or_graph(x)
-    if backend != "tensorflow":
+    if keras.backend.backend() != "tensorflow":
         return False
     try:
         import tensorflow as tf
