@@ -441,15 +441,13 @@ def sample_tokens(
     True
     """
     z = ops.cast(log_probs, "float32")
-    if temperature != 1.0:
-        z = z / temperature
     if z.shape[0] == 0:
         return ops.zeros((0,), "int32")
     vocab = z.shape[-1]
     if vocab is None:  # (a dynamic vocabulary: the plain draw)
         rows, dynamic_vocab = ops.shape(z)[0], ops.shape(z)[1]
         uniforms = token_uniforms(seed, t, rows, dynamic_vocab)
-        return gumbel_tokens(z, uniforms, 1.0, top_k, top_p, top_k_method)
+        return gumbel_tokens(z, uniforms, temperature, top_k, top_p, top_k_method)
     vocab = int(vocab)
     if top_k is not None and top_k >= vocab:
         top_k = None
@@ -461,7 +459,12 @@ def sample_tokens(
         method = resolve_top_k_method(top_k_method)
         # (Both methods choose the same path, so they draw the same ids for a seed.)
         if _top_k_capacity(top_k) * _BLOCK < vocab // 2:
-            return _top_k_sample(z, keys, top_k, top_p, method)
+            # The temperature keeps the order: the candidates are chosen on the logits and
+            # only theirs are divided (not all V).
+            return _top_k_sample(z, keys, top_k, top_p, method, temperature)
+    if temperature != 1.0:
+        z = z / temperature
+    if top_k is not None:
         lowest = top_k_threshold(z, top_k, method)
     if top_p is not None and (lowest is not None or top_p < 0.5):
         lowest, top_p = nucleus_threshold(z, top_p, lowest), None
@@ -501,7 +504,26 @@ def _winner_at(index, scores, ids):
     return ops.where(ops.max(scores, axis=-1) > 0, token, ops.zeros_like(token))
 
 
-def _top_k_sample(z, keys, k, top_p, method):
+def _block_bound(maxima, k: int, capacity: int):
+    """`[N, 1]`: a threshold with between k and `capacity` of the block `maxima` `[N, B]` at
+    or above it (k and more only where ties or rows without k finite maxima leave no such
+    threshold: the caller's overflow test sees that), by `_bisect` on the count."""
+    top, floor = _row_floor(maxima)
+    return _bisect(
+        maxima,
+        floor,
+        _ceiling(top),
+        lambda keep, count: count,
+        k,
+        lambda c_lo, c_hi: c_lo <= capacity,
+        _resolution(top),
+    )
+
+
+def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
+    """The top-k draw among candidates (see `sample_tokens`); `z` are the logits before the
+    temperature, which divides the candidates' values only (the same division, element by
+    element, as `z / temperature`, and monotonic: the same candidates and the same cuts)."""
     rows, vocab = ops.shape(z)[0], int(z.shape[-1])
     inf = float("inf")
     if method == "sort":
@@ -517,10 +539,12 @@ def _top_k_sample(z, keys, k, top_p, method):
         grouped = ops.reshape(padded, (rows, blocks, _BLOCK))
         maxima = ops.max(grouped, axis=-1)
         # Every token among the k largest lies in a block whose maximum is among the k
-        # largest maxima: at least k tokens are >= the k-th largest maximum.
-        bound = top_k_threshold(maxima, k, "bisection")  # <= the k-th largest logit
-        selected = maxima >= bound
+        # largest maxima: at least k tokens are >= the k-th largest maximum. Any bound below
+        # it that selects at most `capacity` blocks will do, so the search stops as soon as
+        # it has one (a few passes before the exact k-th largest maximum).
         capacity = _top_k_capacity(k)
+        bound = _block_bound(maxima, k, capacity)  # <= the k-th largest logit
+        selected = maxima >= bound
         overflow = ops.any(_count(selected) > capacity)
         # Compaction: the selected blocks' indices, in order, into `capacity` slots (a
         # scatter to each one's rank among the selected; the others go to a spare slot).
@@ -544,6 +568,10 @@ def _top_k_sample(z, keys, k, top_p, method):
         )
         offsets = ops.reshape(ops.arange(_BLOCK, dtype="int32"), (1, 1, _BLOCK))
         ids = ops.reshape(ops.expand_dims(index, -1) * _BLOCK + offsets, (rows, -1))
+    if temperature != 1.0:
+        values = values / temperature
+        if method != "sort":
+            bound = bound / temperature  # (still <= the k-th largest: division is monotonic)
 
     def among_candidates():
         top = _row_floor(values)[0]  # (the row's top logit is a candidate)
@@ -574,7 +602,7 @@ def _top_k_sample(z, keys, k, top_p, method):
     def over_all_tokens():
         all_ids = ops.expand_dims(ops.arange(vocab, dtype="int32"), 0)
         uniforms = _uniforms(_mix(ops.expand_dims(keys, -1) + all_ids))
-        return gumbel_tokens(z, uniforms, 1.0, k, top_p, method)
+        return gumbel_tokens(z, uniforms, temperature, k, top_p, method)
 
     return ops.cond(overflow, over_all_tokens, among_candidates)
 

@@ -402,14 +402,17 @@ def test_top_k_sample_tokens_draws_what_the_full_gumbel_draw_draws(name, z):
     """With top-k, the candidate blocks and `ops.top_k`'s candidates (with the nucleus by
     bisection, by the sorted candidates' cumulative mass, or by the rejection chain) give the
     ids of `gumbel_tokens` over all V with the same uniforms (ties, -inf and fallbacks
-    included)."""
+    included); the temperature, which divides only the candidates there, as well."""
     rows, vocab = z.shape
     for kwargs in (
         {"top_k": 10},
+        {"top_k": 10, "temperature": 1.7},
         {"top_k": 10, "top_p": 0.8, "temperature": 0.7},
         {"top_k": 10, "top_p": 0.3},
+        {"top_k": 10, "top_p": 0.3, "temperature": 0.5},
         {"top_k": 10, "top_k_method": "sort"},
         {"top_k": 10, "top_p": 0.8, "top_k_method": "sort"},
+        {"top_k": 10, "top_p": 0.8, "top_k_method": "sort", "temperature": 0.7},
     ):
         for t in range(2):
             full = gumbel_tokens(z, token_uniforms(21, t, rows, vocab), **kwargs)
