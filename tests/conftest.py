@@ -42,6 +42,24 @@ def _reset_policy():
     keras.config.set_dtype_policy("float32")
 
 
+def count_calls(monkeypatch, module, **names) -> dict:
+    """Count the calls of `module`'s functions: `count_calls(mp, F, tiles="tiled_window_attention")`
+    replaces `F.tiled_window_attention` with a counting wrapper and returns `{"tiles": 0}`,
+    which the calls then increment."""
+    calls = dict.fromkeys(names, 0)
+
+    def counting(key, function):
+        def wrapper(*args, **kwargs):
+            calls[key] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    for key, name in names.items():
+        monkeypatch.setattr(module, name, counting(key, getattr(module, name)))
+    return calls
+
+
 def layer_weights(layer) -> dict:
     """The layer's weights by contract name, as float64 arrays."""
     return {w.name: to_numpy(w).astype(np.float64) for w in layer.weights}

@@ -18,7 +18,7 @@ from keras_attention import LuongAttention
 from keras_attention import functional as F
 from tests import reference
 from tests.backend_utils import BACKEND, jit, to_numpy, variable
-from tests.conftest import layer_weights, random_batch, randomize_weights
+from tests.conftest import count_calls, layer_weights, random_batch, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 XLA = BACKEND in ("tensorflow", "jax")
@@ -77,20 +77,7 @@ def test_window_dot_scores_names_mismatched_features():
 
 
 def _count_fused(monkeypatch):
-    calls = {"scores": 0, "sums": 0}
-    scores, sums = F.window_dot_scores, F.window_weighted_sum
-
-    def count_scores(*args, **kwargs):
-        calls["scores"] += 1
-        return scores(*args, **kwargs)
-
-    def count_sums(*args, **kwargs):
-        calls["sums"] += 1
-        return sums(*args, **kwargs)
-
-    monkeypatch.setattr(F, "window_dot_scores", count_scores)
-    monkeypatch.setattr(F, "window_weighted_sum", count_sums)
-    return calls
+    return count_calls(monkeypatch, F, scores="window_dot_scores", sums="window_weighted_sum")
 
 
 CASES = [
@@ -151,32 +138,24 @@ def test_fused_windows_match_reference_under_xla(
     assert np.all(np.isfinite(to_numpy(out)))
 
 
-def test_eager_calls_keep_the_einsum_path(monkeypatch):
-    rng = np.random.default_rng(1)
-    query, value, mask = random_batch(rng, batch=2, steps=4, memory=9, d_query=8, d_memory=8)
-    layer = LuongAttention("general", "local_predictive", window_radius=2)
-    calls = _count_fused(monkeypatch)
-    layer([query, value], mask=[None, mask])
-    assert calls == {"scores": 0, "sums": 0}
-
-
-def test_training_keeps_the_einsum_path(monkeypatch):
+@pytest.mark.parametrize(
+    "mode, compiled, training",
+    [("general", False, None), ("general", True, True), ("concat", True, None)],
+    ids=["eager", "training", "concat"],
+)
+def test_the_einsum_path_stays_where_fusing_does_not_pay(monkeypatch, mode, compiled, training):
+    """Eager calls, `training=True` (the einsum path's gradient scatters once) and the concat
+    score (not a dot product) never take the fused path."""
     rng = np.random.default_rng(4)
     query, value, mask = random_batch(rng, batch=2, steps=4, memory=9, d_query=8, d_memory=8)
-    layer = LuongAttention("general", "local_predictive", window_radius=2)
+    layer = LuongAttention(mode, "local_predictive", window_radius=2)
     layer.build([query.shape, value.shape])
     calls = _count_fused(monkeypatch)
-    _xla(lambda q, v, m: layer([q, v], mask=[None, m], training=True))(query, value, mask)
-    assert calls == {"scores": 0, "sums": 0}
 
+    def call(q, v, m):
+        return layer([q, v], mask=[None, m], training=training)
 
-def test_concat_score_is_never_fused(monkeypatch):
-    rng = np.random.default_rng(2)
-    query, value, mask = random_batch(rng, batch=2, steps=4, memory=9, d_query=8, d_memory=8)
-    layer = LuongAttention("concat", "local_predictive", window_radius=2)
-    layer.build([query.shape, value.shape])
-    calls = _count_fused(monkeypatch)
-    _xla(lambda q, v, m: layer([q, v], mask=[None, m]))(query, value, mask)
+    (_xla(call) if compiled else call)(query, value, mask)
     assert calls == {"scores": 0, "sums": 0}
 
 

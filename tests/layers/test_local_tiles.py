@@ -18,7 +18,7 @@ from keras_attention import functional as F
 from keras_attention.layers._local_attention import LocalAttentionBase
 from tests import reference
 from tests.backend_utils import BACKEND, jit, to_numpy, value_and_grad, variable
-from tests.conftest import layer_weights, random_batch, randomize_weights
+from tests.conftest import count_calls, layer_weights, random_batch, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 RADIUS = 2  # blocks of 32 queries, tiles of 16 queries over chunks of 16 keys
@@ -26,21 +26,10 @@ RADIUS = 2  # blocks of 32 queries, tiles of 16 queries over chunks of 16 keys
 
 def _paths(monkeypatch):
     """Count the calls of the two fast paths made through `functional`; tiles switched on."""
-    calls = {"blocks": 0, "tiles": 0}
-    blocked, tiled = F.blocked_window_attention, F.tiled_window_attention
-
-    def count_blocks(*args, **kwargs):
-        calls["blocks"] += 1
-        return blocked(*args, **kwargs)
-
-    def count_tiles(*args, **kwargs):
-        calls["tiles"] += 1
-        return tiled(*args, **kwargs)
-
     monkeypatch.setattr(LocalAttentionBase, "_tiles_for_free_centres", True)
-    monkeypatch.setattr(F, "blocked_window_attention", count_blocks)
-    monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
-    return calls
+    return count_calls(
+        monkeypatch, F, blocks="blocked_window_attention", tiles="tiled_window_attention"
+    )
 
 
 def _call(layer, query, value, mask, **kwargs):
@@ -181,19 +170,7 @@ def test_fast_paths_compile(monkeypatch, alignment):
 def test_default_path_for_free_centres(monkeypatch, compiled, training):
     """Local-p's default: fused windows under TensorFlow's XLA outside training, tiles
     everywhere else (eager JAX keeps the windows: op-by-op compilation)."""
-    tiled, fused = F.tiled_window_attention, F.window_dot_scores
-    calls = {"tiles": 0, "fused": 0}
-
-    def count_tiles(*args, **kwargs):
-        calls["tiles"] += 1
-        return tiled(*args, **kwargs)
-
-    def count_fused(*args, **kwargs):
-        calls["fused"] += 1
-        return fused(*args, **kwargs)
-
-    monkeypatch.setattr(F, "tiled_window_attention", count_tiles)
-    monkeypatch.setattr(F, "window_dot_scores", count_fused)
+    calls = count_calls(monkeypatch, F, tiles="tiled_window_attention", fused="window_dot_scores")
     rng = np.random.default_rng(11)
     query, value, mask = random_batch(rng, batch=2, steps=40, memory=45, d_query=8, d_memory=8)
     layer = LuongAttention("general", "local_predictive", window_radius=RADIUS)
