@@ -187,19 +187,30 @@ def top_k_threshold(z, k: int, method: str = "bisection", lowest=None):
     the k-th largest from `ops.top_k` (a partial sort on JAX, PyTorch and TensorFlow without
     XLA; a full sort under XLA on CPU). `lowest` `[N, 1]`, if given, is a known lower bound
     of the threshold (at least k logits of the row are >= it): the bisection starts there."""
+    if method == "sort":
+        top, floor = _row_floor(z)
+        if lowest is not None:
+            floor = ops.maximum(floor, lowest)
+        kth = ops.top_k(z, k)[0][:, k - 1 : k]
+        return ops.maximum(kth, floor)
+    # Exactly k kept (or fewer, where fewer than k logits have mass).
+    return _count_threshold(z, k, k, lowest)
+
+
+def _count_threshold(z, k: int, most: int, lowest=None):
+    """`[N, 1]` thresholds keeping at least `k` and at most `most` of the logits with mass,
+    by `_bisect` on the count (fewer than k where fewer have mass; more than `most` only
+    where logits tied within the resolution leave no such threshold)."""
     top, floor = _row_floor(z)
     if lowest is not None:
         floor = ops.maximum(floor, lowest)
-    if method == "sort":
-        kth = ops.top_k(z, k)[0][:, k - 1 : k]
-        return ops.maximum(kth, floor)
     return _bisect(
         z,
         floor,
         _ceiling(top),
         lambda keep, count: count,
         k,
-        lambda c_lo, c_hi: c_lo <= k,  # exactly k kept (or fewer tokens than k have mass)
+        lambda c_lo, c_hi: c_lo <= most,
         _resolution(top),
     )
 
@@ -504,22 +515,6 @@ def _winner_at(index, scores, ids):
     return ops.where(ops.max(scores, axis=-1) > 0, token, ops.zeros_like(token))
 
 
-def _block_bound(maxima, k: int, capacity: int):
-    """`[N, 1]`: a threshold with between k and `capacity` of the block `maxima` `[N, B]` at
-    or above it (k and more only where ties or rows without k finite maxima leave no such
-    threshold: the caller's overflow test sees that), by `_bisect` on the count."""
-    top, floor = _row_floor(maxima)
-    return _bisect(
-        maxima,
-        floor,
-        _ceiling(top),
-        lambda keep, count: count,
-        k,
-        lambda c_lo, c_hi: c_lo <= capacity,
-        _resolution(top),
-    )
-
-
 def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
     """The top-k draw among candidates (see `sample_tokens`); `z` are the logits before the
     temperature, which divides the candidates' values only (the same division, element by
@@ -543,7 +538,7 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         # it that selects at most `capacity` blocks will do, so the search stops as soon as
         # it has one (a few passes before the exact k-th largest maximum).
         capacity = _top_k_capacity(k)
-        bound = _block_bound(maxima, k, capacity)  # <= the k-th largest logit
+        bound = _count_threshold(maxima, k, capacity)  # <= the k-th largest logit
         selected = maxima >= bound
         overflow = ops.any(_count(selected) > capacity)
         # Compaction: the selected blocks' indices, in order, into `capacity` slots (a

@@ -188,8 +188,8 @@ class LocalAttentionBase(BaseAttention):
         if self.alignment == "local_monotonic" and default_positions:
             return "blocks" if steps >= F.block_size(radius) else "windows"
         if self._tiles_for_free_centres is None:
-            if not training and _xla_fuses_gathers(query):
-                return "windows"  # fused: see `_fused_windows`
+            if self._fused_windows(query, training):
+                return "windows"
         elif not self._tiles_for_free_centres:
             return "windows"
         q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
