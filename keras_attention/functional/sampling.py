@@ -188,7 +188,7 @@ def top_k_threshold(z, k: int, method: str = "bisection", lowest=None):
     XLA; a full sort under XLA on CPU). `lowest` `[N, 1]`, if given, is a known lower bound
     of the threshold (at least k logits of the row are >= it): the bisection starts there."""
     if method == "sort":
-        top, floor = _row_floor(z)
+        _, floor = _row_floor(z)
         if lowest is not None:
             floor = ops.maximum(floor, lowest)
         kth = ops.top_k(z, k)[0][:, k - 1 : k]
