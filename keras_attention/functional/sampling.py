@@ -106,7 +106,9 @@ def _count(keep):
     return ops.sum(ops.cast(keep, "int32"), axis=-1, keepdims=True)
 
 
-def _bisect(z, lo, hi, measure, goal, finished, resolution, max_iterations: int = 64):
+def _bisect(
+    z, lo, hi, measure, goal, finished, resolution, unrolled: int = 0, max_iterations: int = 64
+):
     """The threshold search shared by top-k and the nucleus, without sorting.
 
     Per row, `[lo, hi)` brackets the cut: `measure(z >= lo, count) >= goal` and
@@ -118,6 +120,7 @@ def _bisect(z, lo, hi, measure, goal, finished, resolution, max_iterations: int 
     ties to within float32 rounding of the row's scale, and all of them are kept. Returns
     `lo`: the kept set is `z >= lo`. From a bracket of width ~105 the resolution 2**-23 x
     max(1, |top|) is reached in at most 30 steps; `max_iterations` only guards the loop.
+    `unrolled`: steps written out before the loop (`_rounds`; finished rows stay put).
     """
     c_lo, c_hi = _count(z >= lo), _count(z >= hi)
     done = finished(c_lo, c_hi)
@@ -144,7 +147,7 @@ def _bisect(z, lo, hi, measure, goal, finished, resolution, max_iterations: int 
             ops.logical_or(done, new_done),
         )
 
-    _, lo, _, _, _, _ = ops.while_loop(cond, body, (0, lo, hi, c_lo, c_hi, done))
+    _, lo, _, _, _, _ = _rounds(cond, body, (0, lo, hi, c_lo, c_hi, done), unrolled)
     return lo
 
 
@@ -212,6 +215,8 @@ def _count_threshold(z, k: int, most: int, lowest=None):
         k,
         lambda c_lo, c_hi: c_lo <= most,
         _resolution(top),
+        # (The block bound, a range of counts: its 6-7 passes written out, see `_rounds`.)
+        7 if most > k else 0,
     )
 
 
@@ -490,6 +495,36 @@ def _top_k_capacity(k: int) -> int:
     return 8 * (k // 8 + 2)
 
 
+_GROUP = 16  # entries per group of `_compact`'s two-level count
+
+
+def _compact(selected, capacity: int):
+    """int32 `[N, capacity]`: the indices of the true entries of `selected` `[N, M]`, in
+    order, then -1 (entries past `capacity` are left out).
+
+    No scatter and no cumulative sum along M (inside a decoding loop under XLA on CPU both
+    cost more than the whole search; BENCHMARKS.md section 4): the entries are counted in
+    groups of 16 (`c_g`, the count through group g), slot r's group is the number of groups
+    with `c_g <= r`, and its place in the group the number of the group's running counts
+    that are still `<= r`.
+    """
+    rows, size = ops.shape(selected)[0], int(selected.shape[-1])
+    groups = -(-size // _GROUP)
+    flags = ops.cast(selected, "int32")
+    if groups * _GROUP != size:
+        flags = ops.pad(flags, ((0, 0), (0, groups * _GROUP - size)))
+    running = ops.cumsum(ops.reshape(flags, (rows, groups, _GROUP)), axis=-1)  # within a group
+    through = ops.cumsum(running[:, :, -1], axis=-1)  # [N, G]: selected through group g
+    slot = ops.reshape(ops.arange(capacity, dtype="int32"), (1, capacity, 1))
+    group = ops.sum(ops.cast(ops.expand_dims(through, 1) <= slot, "int32"), axis=-1)  # [N, C]
+    found = group < groups
+    group = ops.minimum(group, groups - 1)
+    before = ops.take_along_axis(through - running[:, :, -1], group, axis=1)  # [N, C]
+    counts = ops.take_along_axis(running, ops.expand_dims(group, -1), axis=1)  # [N, C, 16]
+    place = ops.sum(ops.cast(counts + ops.expand_dims(before, -1) <= slot, "int32"), axis=-1)
+    return ops.where(found, group * _GROUP + place, -ops.ones_like(place))
+
+
 def _race(weights, uniforms):
     """The Gumbel-max draw's scores in the exponential-race form: `argmax_j w_j / E_j`, with
     `w = exp(z - top)` and `E = -log u` standard exponential, is `argmax_j z_j + G_j`,
@@ -541,20 +576,7 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         bound = _count_threshold(maxima, k, capacity)  # <= the k-th largest logit
         selected = maxima >= bound
         overflow = ops.any(_count(selected) > capacity)
-        # Compaction: the selected blocks' indices, in order, into `capacity` slots (a
-        # scatter to each one's rank among the selected; the others go to a spare slot).
-        rank = ops.cumsum(ops.cast(selected, "int32"), axis=-1) - 1
-        slot = ops.where(ops.logical_and(selected, rank < capacity), rank, capacity)
-        row = ops.broadcast_to(ops.expand_dims(ops.arange(rows, dtype="int32"), -1), (rows, blocks))
-        block = ops.broadcast_to(ops.arange(1, blocks + 1, dtype="int32"), (rows, blocks))
-        index = (
-            ops.scatter(
-                ops.stack([ops.reshape(row, (-1,)), ops.reshape(slot, (-1,))], axis=-1),
-                ops.reshape(block, (-1,)),
-                (rows, capacity + 1),
-            )[:, :capacity]
-            - 1
-        )  # [N, capacity]; -1 past the last selected block
+        index = _compact(selected, capacity)  # [N, capacity]; -1 past the last selected block
         valid = ops.expand_dims(index >= 0, -1)
         index = ops.maximum(index, 0)
         gathered = ops.take_along_axis(grouped, ops.expand_dims(index, -1), axis=1)
@@ -570,6 +592,15 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
 
     def among_candidates():
         top = _row_floor(values)[0]  # (the row's top logit is a candidate)
+        if top_p is None and method != "sort":
+            # No cut: the race runs over every candidate, and the chain keeps the best score
+            # whose token is among the k largest, i.e. has fewer than k candidates strictly
+            # above it (ties with the k-th are in). One pass a round; most batches need one.
+            weights = ops.exp(values - top)  # (0 for the -inf slots and below the floor)
+            scores = _token_race(weights, keys, ids)
+            ones = ops.cast(values > -inf, "float32")  # each candidate counts once
+            goal = ops.full((rows, 1), float(k), "float32")
+            return _winner_at(_nucleus_chain(values, ones, scores, goal, 0), scores, ids)
         floor = top - _ZERO_PROBABILITY
         if method == "sort":  # (sorted: the k-th largest is the k-th candidate)
             cut = ops.maximum(values[:, k - 1 : k], floor)
@@ -680,7 +711,7 @@ def _rounds(cond, body, state, unrolled: int):
     return ops.while_loop(cond, body, state)
 
 
-def _nucleus_chain(values, weights, scores, goal):
+def _nucleus_chain(values, weights, scores, goal, unrolled: int = 2):
     """The index `[N]` of the best race score among the nucleus, by rejection.
 
     `values` `[N, C]` are logits, `weights` their `exp(value - top)` (0 for tokens not kept),
@@ -690,6 +721,10 @@ def _nucleus_chain(values, weights, scores, goal):
     best score among the tokens above a bound (first: all) is tested in one pass; if it is
     out, the nucleus lies strictly above its logit, which becomes the bound, and the best
     score above it is the next candidate. Rows without mass (goal 0) take index 0.
+
+    With `weights` 1 per candidate and `goal` k, the test is the rank: a token is among the k
+    largest iff fewer than k candidates are strictly above it, and the chain draws from the
+    top-k without finding its cut. `unrolled`: the rounds written out before the loop.
     """
     count = int(values.shape[-1])
     below = ops.full_like(scores, -1.0)
@@ -703,24 +738,22 @@ def _nucleus_chain(values, weights, scores, goal):
         # (Each round raises a rejected row's bound past one more logit: C rounds at most.)
         return ops.logical_and(i < count, ops.logical_not(ops.all(done)))
 
+    def inside(value):
+        """One pass: is the token at `value` in (the mass above its logit below the goal)?"""
+        above = ops.where(values > value, weights, ops.zeros_like(weights))
+        return ops.sum(above, axis=-1) < goal[:, 0]
+
     def body(i, winner, value, done):
-        # One pass: is `winner` in the nucleus (the mass above its logit below the goal)?
-        # and, in case it is not, the best score among the tokens above it.
-        above = values > value
-        before = ops.sum(ops.where(above, weights, ops.zeros_like(weights)), -1, keepdims=True)
-        done = ops.logical_or(done, (before < goal)[:, 0])
-        index, next_value = best_of(ops.where(above, scores, below))
-        keep = ops.expand_dims(done, -1)
-        return (
-            i + 1,
-            ops.where(done, winner, index),
-            ops.where(keep, value, next_value),
-            done,
-        )
+        # A rejected row's next candidate: the best score above its winner's logit, tested.
+        index, next_value = best_of(ops.where(values > value, scores, below))
+        winner = ops.where(done, winner, index)
+        value = ops.where(ops.expand_dims(done, -1), value, next_value)
+        return i + 1, winner, value, ops.logical_or(done, inside(value))
 
     winner, value = best_of(scores)
-    start = (0, winner, value, goal[:, 0] <= 0)
-    _, winner, _, _ = _rounds(cond, body, start, unrolled=3)
+    # The first winner's test comes before the loop, which then only runs for rejected rows.
+    start = (0, winner, value, ops.logical_or(goal[:, 0] <= 0, inside(value)))
+    _, winner, _, _ = _rounds(cond, body, start, unrolled=unrolled)
     return winner
 
 

@@ -10,6 +10,7 @@ from scipy import stats
 
 from keras_attention.decoding import greedy_search, sample_search
 from keras_attention.functional.sampling import (
+    _compact,
     argmax_tokens,
     draw_tokens,
     filter_logits,
@@ -450,3 +451,18 @@ def test_two_level_draws_keep_the_kept_set(name, z):
             has_token = np.isfinite(z).any(-1)
             assert np.all(kept[np.arange(rows), ids][has_token]), kwargs
             assert np.all(ids[~has_token] == 0)
+
+
+def test_compaction_lists_the_selected_indices_in_order():
+    """`_compact` (the top-k candidates' block compaction) against `np.flatnonzero`: every
+    density from none to all, M not a multiple of its groups of 16, more selected than slots."""
+    rng = np.random.default_rng(4)
+    selected = rng.random((24, 500)) < np.linspace(0.0, 1.0, 24)[:, None]
+    selected[0] = False
+    for capacity in (1, 64, 512):
+        out = to_numpy(_compact(selected, capacity))
+        for row, flags in zip(out, selected):
+            expected = np.full(capacity, -1)
+            found = np.flatnonzero(flags)[:capacity]
+            expected[: found.size] = found
+            np.testing.assert_array_equal(row, expected)
