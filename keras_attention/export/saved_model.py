@@ -86,6 +86,7 @@ def export_saved_model(
 
     from keras_attention._validation import check_flag
     from keras_attention.decoding.results import BEAM_RESULT_KEYS, RESULT_KEYS, empty_search_result
+    from keras_attention.functional.sampling import check_sampling_used
     from keras_attention.models import Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -116,6 +117,7 @@ def export_saved_model(
             target_tokenizer=target_tokenizer,
         )
     return_beams, sample = check_flag("return_beams", return_beams), check_flag("sample", sample)
+    check_sampling_used(sample, temperature, top_k, top_p)
     if return_beams and translator.beam_width == 1:
         raise ValueError(
             "`return_beams=True` exports beam search's n-best list: it needs beam_width > 1. "

@@ -22,6 +22,7 @@ from keras import ops
 __all__ = [
     "argmax_tokens",
     "check_sampling",
+    "check_sampling_used",
     "draw_tokens",
     "filter_logits",
     "gumbel_tokens",
@@ -64,6 +65,21 @@ def check_sampling(temperature: Any, top_k: Any, top_p: Any) -> tuple:
         None if top_k is None else int(top_k),
         None if top_p is None else float(top_p),
     )
+
+
+def check_sampling_used(sample: bool, temperature: Any, top_k: Any, top_p: Any) -> None:
+    """A `ValueError` when a sampling option is set but `sample` is off (greedy and beam
+    search would ignore it without a word)."""
+    if sample:
+        return
+    given = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
+    defaults = {"temperature": 1.0, "top_k": None, "top_p": None}
+    for name, value in given.items():
+        if value is not defaults[name] and value != defaults[name]:
+            raise ValueError(
+                f"`{name}` applies to sampling only: pass sample=True with it. Received: "
+                f"{name}={value!r} with sample=False"
+            )
 
 
 def argmax_tokens(x: Any) -> Any:

@@ -13,6 +13,7 @@ from keras_attention._validation import check_flag, check_int
 from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
 from keras_attention.decoding.step_fn import check_tokens
+from keras_attention.functional.sampling import check_sampling_used
 from keras_attention.models._inputs import (
     at_least_one_step,
     check_host_ids,
@@ -361,6 +362,7 @@ class Seq2Seq(keras.Model):
         max_length = check_int("max_length", max_length, minimum=1)
         beam_width = check_int("beam_width", beam_width, minimum=1)
         sample = check_flag("sample", sample)
+        check_sampling_used(sample, temperature, top_k, top_p)
         if sample and beam_width != 1:
             raise ValueError(
                 "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "

@@ -10,7 +10,7 @@ from keras import ops
 
 from keras_attention._validation import check_finite, check_flag, check_int, is_flag
 from keras_attention.decoding.results import empty_search_result
-from keras_attention.functional.sampling import check_sampling
+from keras_attention.functional.sampling import check_sampling, check_sampling_used
 from keras_attention.models._inputs import check_host_source_ids
 
 
@@ -96,6 +96,7 @@ class Translator:
                 f"`coverage_penalty` must be >= 0. Received: coverage_penalty={coverage_penalty!r}"
             )
         self.sample = check_flag("sample", sample)
+        check_sampling_used(self.sample, temperature, top_k, top_p)
         if self.sample and self.beam_width != 1:
             raise ValueError(
                 "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "

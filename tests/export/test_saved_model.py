@@ -302,3 +302,5 @@ def test_bad_export_options(trained, tmp_path):
         export_saved_model(model, tmp_path / "x", return_beams=True)
     with pytest.raises(ValueError, match="top_p=2"):
         export_saved_model(model, tmp_path / "y", sample=True, top_p=2)
+    with pytest.raises(ValueError, match="top_k=5 with sample=False"):
+        export_saved_model(model, tmp_path / "z", top_k=5)

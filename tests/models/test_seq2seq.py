@@ -237,6 +237,8 @@ def test_copy_handover_needs_matching_sizes():
         ({"temperature": 0}, ValueError, "temperature=0"),
         ({"top_k": 0}, ValueError, "top_k=0"),
         ({"top_p": 1.5}, ValueError, "top_p=1.5"),
+        ({"top_k": 5}, ValueError, "top_k=5 with sample=False"),
+        ({"temperature": 0.8}, ValueError, "pass sample=True.*temperature=0.8"),
         ({"seed": -1}, ValueError, "seed=-1"),
         ({"coverage_penalty": -1.0}, ValueError, "coverage_penalty=-1.0"),
     ],
@@ -358,6 +360,9 @@ def test_generate_and_n_best_argument_checks():
     src, _ = _data(9)
     with pytest.raises(ValueError, match="beam_width=3"):
         model.generate(src, max_length=4, beam_width=3, sample=True)
+    # Sampling options without sample=True would be ignored by greedy and beam search.
+    with pytest.raises(ValueError, match=r"`top_p` applies to sampling only.*top_p=0.9"):
+        model.generate(src, max_length=4, beam_width=2, top_p=0.9)
     translator = Translator(model, max_length=4, beam_width=2, jit_compile=False)
     with pytest.raises(ValueError, match="n_best=3"):
         translator.translate(["abc"], n_best=3)
