@@ -72,10 +72,9 @@ def check_sampling_used(sample: bool, temperature: Any, top_k: Any, top_p: Any) 
     search would ignore it without a word)."""
     if sample:
         return
-    given = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
-    defaults = {"temperature": 1.0, "top_k": None, "top_p": None}
-    for name, value in given.items():
-        if value is not defaults[name] and value != defaults[name]:
+    given = {"temperature": (temperature, 1.0), "top_k": (top_k, None), "top_p": (top_p, None)}
+    for name, (value, default) in given.items():
+        if value != default:
             raise ValueError(
                 f"`{name}` applies to sampling only: pass sample=True with it. Received: "
                 f"{name}={value!r} with sample=False"
@@ -216,10 +215,10 @@ def top_k_threshold(z, k: int, method: str = "bisection", lowest=None):
     return _count_threshold(z, k, k, lowest)
 
 
-def _count_threshold(z, k: int, most: int, lowest=None):
+def _count_threshold(z, k: int, most: int, lowest=None, unrolled: int = 0):
     """`[N, 1]` thresholds keeping at least `k` and at most `most` of the logits with mass,
     by `_bisect` on the count (fewer than k where fewer have mass; more than `most` only
-    where logits tied within the resolution leave no such threshold)."""
+    where logits tied within the resolution leave no such threshold); `unrolled` as there."""
     top, floor = _row_floor(z)
     if lowest is not None:
         floor = ops.maximum(floor, lowest)
@@ -231,8 +230,7 @@ def _count_threshold(z, k: int, most: int, lowest=None):
         k,
         lambda c_lo, c_hi: c_lo <= most,
         _resolution(top),
-        # (The block bound, a range of counts: its 6-7 passes written out, see `_rounds`.)
-        7 if most > k else 0,
+        unrolled,
     )
 
 
@@ -589,7 +587,9 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         # it that selects at most `capacity` blocks will do, so the search stops as soon as
         # it has one (a few passes before the exact k-th largest maximum).
         capacity = _top_k_capacity(k)
-        bound = _count_threshold(maxima, k, capacity)  # <= the k-th largest logit
+        # (<= the k-th largest logit; its 6-7 passes written out: a loop nested in the
+        # decoding loop costs more per pass, see `_rounds`.)
+        bound = _count_threshold(maxima, k, capacity, unrolled=7)
         selected = maxima >= bound
         overflow = ops.any(_count(selected) > capacity)
         index = _compact(selected, capacity)  # [N, capacity]; -1 past the last selected block
