@@ -14,6 +14,9 @@ One train step = forward, loss, backward, Adam update. Our contenders (jit_compi
   `model.train_on_batch` (the path a Keras user takes);
 - `ours tf.function`: the same model in a hand-written `tf.function(jit_compile=False|True)`
   (`GradientTape`, `optimizer.apply_gradients`), exactly the step the tfa script runs.
+- `ours tf.function, stepped cell` (`--stepped`): the same with the fused decoder turned off
+  (`AttentionRNN` steps the cell and differentiates the loop automatically, as for any other
+  cell): what the fused forward/backward of `cells/_fused_luong.py` gains.
 - `plain keras LSTM, no attention (floor)`: the same embedding, `keras.layers.LSTM(256)` and
   output layer without attention, in the same hand-written step: what the decoder costs
   without attention. The script prints ours / plain (the attention's cost; the goal is
@@ -137,6 +140,14 @@ def build_plain_model(T, S, d, vocab) -> keras.Model:
     return keras.Model([ids, memory, memory_mask], logits, name="plain_lstm_decoder")
 
 
+def build_stepped_model(T, S, d, vocab) -> keras.Model:
+    """Ours with the fused decoder turned off: the cell stepped in the time loop and
+    differentiated automatically (what every other cell gets; `--stepped`)."""
+    model = build_model(T, S, d, vocab)
+    model.get_layer("decoder")._allow_fused = False
+    return model
+
+
 def fit_step(T, S, d, vocab, jit, data) -> Callable:
     """`model.train_on_batch` of a model compiled with `jit_compile=jit`."""
     keras.utils.set_random_seed(0)
@@ -181,7 +192,7 @@ def function_step(T, S, d, vocab, jit, data, build=None) -> tuple[Callable, kera
 @dataclass
 class Case:
     name: str
-    contender: str  # "ours" | "tfa" | "matmul"
+    contender: str  # "ours" | "stepped" | "plain" | "tfa" | "matmul"
     jit: bool | None
     flops: float
     run: Callable | None = field(default=None, repr=False)  # one step; returns loss
@@ -264,7 +275,7 @@ def warm_and_calibrate(case, worker, warmup, block_seconds) -> None:
 
 def interleaved(cases: list[Case]) -> list[Case]:
     """Ours (and the plain-LSTM floor) and tfa alternating (ours, tfa, ours, ...), then the rest."""
-    ours = [c for c in cases if c.contender in ("ours", "plain")]
+    ours = [c for c in cases if c.contender in ("ours", "stepped", "plain")]
     tfa = [c for c in cases if c.contender == "tfa"]
     order = []
     while ours or tfa:
@@ -496,6 +507,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--no-plain", action="store_true", help="leave out the plain keras LSTM decoder (floor)"
     )
+    parser.add_argument(
+        "--stepped",
+        action="store_true",
+        help="also time ours with the fused decoder off (the cell stepped, autodiff)",
+    )
     parser.add_argument("--matmul-n", type=int, default=None)
     parser.add_argument(
         "--scan-lengths",
@@ -563,7 +579,9 @@ def start_tfa_worker(cfg: dict) -> tuple:
     return worker, tfa_info
 
 
-def build_cases(cfg: dict, data, flops: float, worker, no_plain: bool) -> tuple:
+def build_cases(
+    cfg: dict, data, flops: float, worker, no_plain: bool, stepped: bool = False
+) -> tuple:
     """Ours (fit and tf.function), tfa's (in its worker), the plain LSTM floor, each without
     and with XLA, then the matmul reference; ours' weight count and initial losses."""
     T, S, d, V, N = (cfg[k] for k in ("T", "S", "d", "V", "N"))
@@ -580,6 +598,9 @@ def build_cases(cfg: dict, data, flops: float, worker, no_plain: bool) -> tuple:
             initial_losses["ours"] = float(
                 keras.losses.SparseCategoricalCrossentropy(from_logits=True)(data[1], logits)
             )
+        if stepped:
+            run, _ = function_step(T, S, d, V, jit, data, build=build_stepped_model)
+            cases.append(Case("ours tf.function, stepped cell", "stepped", jit, flops, run))
         if worker:
             cases.append(Case("tfa 0.23 AttentionWrapper", "tfa", jit, flops))
         if not no_plain:
@@ -759,7 +780,9 @@ def main(argv=None) -> dict:
     flops = step_flops(B, T, S, d, d, d, d, V)
     data = make_data(B, T, S, d, V)
     worker, tfa_info = start_tfa_worker(cfg)
-    cases, n_weights, initial_losses = build_cases(cfg, data, flops, worker, args.no_plain)
+    cases, n_weights, initial_losses = build_cases(
+        cfg, data, flops, worker, args.no_plain, args.stepped
+    )
 
     info = C.machine_info()
     info["code"] = C.code_version()

@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention._validation import check_flag, check_mask, check_rank, is_integer, is_number
+from keras_attention.cells._fused_luong import fusable, luong_lstm_sequence
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.sampling import argmax_tokens, draw_tokens
@@ -179,11 +180,14 @@ class AttentionRNN(keras.layers.Layer):
             mask = ops.cast(mask, "bool")
             sequences = ops.where(ops.expand_dims(mask, -1), sequences, ops.zeros_like(sequences))
         # Whatever depends on the inputs only is computed here, once, not inside the loop.
-        inputs = ops.transpose(cell.project_inputs(sequences), (1, 0, 2))  # [T, B, .]
+        inputs = cell.project_inputs(ops.transpose(sequences, (1, 0, 2)))  # [T, B, .]
         step_mask = None if mask is None else ops.transpose(mask, (1, 0))
         sampler = None
         if self._sampling is not None and training:
             sampler = self._sampler(sequences, embedding, output_layer)
+
+        if fusable(self, cell, sampler, training):
+            return self._fused_call(inputs, states, prepared, step_mask)
 
         def step(t, x_t, carry):
             if sampler is not None:
@@ -223,6 +227,33 @@ class AttentionRNN(keras.layers.Layer):
         states, last = carry[0], carry[1]
         stacked = [ops.transpose(x, (1, 0, 2)) for x in stacked]
         result = [stacked.pop(0) if self.return_sequences else last] + stacked
+        if self.return_state:
+            result.extend(states)
+        return result[0] if len(result) == 1 else result
+
+    def _fused_call(self, inputs, states, prepared, step_mask):
+        """The whole sequence in one `luong_lstm_sequence` (see `cells._fused_luong`)."""
+        cell = self.cell
+        lstm = cell.cell
+        feed_kernel = prepared.feed_kernel
+        if feed_kernel is None:
+            feed_kernel = cell._weight(lstm.kernel)[lstm.kernel.shape[0] - cell.attention_size :]
+        memory = prepared.attentions[0]
+        outputs, weights, states = luong_lstm_sequence(
+            inputs,
+            states[:3],
+            cell._weight(lstm.recurrent_kernel),
+            feed_kernel,
+            cell._weight(cell.attention_kernel),
+            memory.keys,
+            memory.value,
+            memory.mask,
+            step_mask,
+            tanh_output=cell.attention_activation is keras.activations.tanh,
+        )
+        result = [ops.transpose(outputs, (1, 0, 2))]
+        if self.return_attention_scores:
+            result.append(ops.transpose(weights, (1, 0, 2)))
         if self.return_state:
             result.extend(states)
         return result[0] if len(result) == 1 else result

@@ -49,16 +49,31 @@ def _run(decoder, p, mode="argmax", sampling_excluded_tokens=None, **call):
     return to_numpy(rnn(embedding(ids), memory, **kwargs)), rnn
 
 
+def _teacher_forced(cell, embedding, ids, memory, training=None):
+    """Teacher forcing by the stepped cell (the loop scheduled sampling runs in), checked against
+    the default layer, which takes the fused Luong path on TensorFlow and JAX (float32
+    round-off apart)."""
+    stepped = AttentionRNN(cell)
+    stepped._allow_fused = False
+    want = to_numpy(stepped(embedding(ids), memory, training=training))
+    default = to_numpy(AttentionRNN(cell)(embedding(ids), memory, training=training))
+    np.testing.assert_allclose(default, want, rtol=1e-5, atol=1e-6)
+    return want
+
+
 def test_probability_zero_is_teacher_forcing_exactly(decoder):
     cell, embedding, dense, ids, memory = decoder
-    teacher_forced = to_numpy(AttentionRNN(cell)(embedding(ids), memory, training=True))
+    teacher_forced = _teacher_forced(cell, embedding, ids, memory, training=True)
     for mode in ("sample", "argmax"):
         outputs, _ = _run(decoder, 0.0, mode)
         np.testing.assert_array_equal(outputs, teacher_forced)
     # Outside training the layer teacher-forces whatever p is.
+    # (Outside training nothing is sampled: the layer takes the path a layer without sampling
+    # takes, the fused one where it applies.)
     rnn = AttentionRNN(cell, sampling_probability=1.0, seed=3)
     outputs = rnn(embedding(ids), memory, training=False, embedding=embedding, output_layer=dense)
-    np.testing.assert_array_equal(to_numpy(outputs), teacher_forced)
+    default = AttentionRNN(cell)(embedding(ids), memory, training=False)
+    np.testing.assert_array_equal(to_numpy(outputs), to_numpy(default))
 
 
 def test_probability_one_feeds_the_models_own_output(decoder):
@@ -66,7 +81,7 @@ def test_probability_one_feeds_the_models_own_output(decoder):
     cell, embedding, dense, ids, memory = decoder
     outputs, _ = _run(decoder, 1.0, "argmax")
     np.testing.assert_allclose(outputs, _hand_loop(decoder)[0], rtol=1e-5, atol=1e-6)
-    teacher_forced = to_numpy(AttentionRNN(cell)(embedding(ids), memory))
+    teacher_forced = _teacher_forced(cell, embedding, ids, memory)
     np.testing.assert_array_equal(outputs[:, 0], teacher_forced[:, 0])
     assert np.abs(outputs[:, 1:] - teacher_forced[:, 1:]).max() > 1e-3
 

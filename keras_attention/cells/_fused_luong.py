@@ -1,0 +1,309 @@
+"""A Luong input-feeding LSTM decoder over a whole sequence, with a hand-written backward pass.
+
+`AttentionRNN` runs this instead of stepping the cell when the model is the common one (see
+`fusable`): a plain `LSTMCell` (tanh, sigmoid), one global `LuongAttention` with a dot or general
+score and a softmax, input feeding, `W_c` with tanh or no activation, on TensorFlow or JAX.
+
+Why: differentiated automatically, a time loop accumulates every weight's gradient inside the
+backward loop, one `[B]`-row outer product per step and weight (`dU += hᵀ dz`, `dW_c += …`,
+`dK_b += …`), each a thin matmul that reads and writes the whole weight gradient at every step.
+Here the backward loop computes only what is sequential (the gradients of the states), and writes
+each step's pre-activation gradients out; the weight gradients are then one large matmul each
+over all `T·B` rows, outside the loop, as cuDNN does for its RNNs. The forward pass keeps the
+activations the backward pass needs (the gates, `tanh(c)`, the weights and contexts), so nothing
+is recomputed.
+
+One step, with `x_t` the projected input `y_t W_y + b` (computed outside the loop), `f` the fed
+vector h̃_{t-1}, `[U; F]` the recurrent and feed rows of the LSTM kernel, `K` the keys `[B, d, S]`
+(`h W_g` for "general"), `V` the values `[B, S, d_h]`, `m` the memory mask:
+
+    z = x_t + [h; f] [U; F];  i, j, g, o = split(z)
+    c' = σ(j) c + σ(i) tanh(g);  h' = σ(o) tanh(c')
+    α = softmax over the valid positions of h' K;  ctx = α V
+    f' = act([h'; ctx] W_c)        (the output and the next fed vector)
+
+and its backward step, from the gradients `dh, dc, df` of the states it produced and `dout` of
+its output (and `dα` of its weights):
+
+    da = (dout + df) ⊙ act'(·);  [dh'; dctx] += da W_cᵀ
+    dα += dctx Vᵀ;  ds = α ⊙ (dα - Σ α dα);  dh' += ds Kᵀ
+    do = dh' ⊙ tanh(c') ⊙ σ'(o);  dc' = dc + dh' ⊙ σ(o) ⊙ tanh'(c')
+    di, dj, dg = dc' ⊙ tanh(g) ⊙ σ'(i), dc' ⊙ c ⊙ σ'(j), dc' ⊙ σ(i) ⊙ tanh'(g)
+    dz = [di; dj; dg; do];  [dh_prev; df_prev] = dz [U; F]ᵀ;  dc_prev = dc' ⊙ σ(j)
+
+then, outside the loop, `dx = dz`, `d[U; F] = Σ [h; f]ᵀ dz`, `dW_c = Σ [h'; ctx]ᵀ da`,
+`dK = Σ h'ᵀ ds`, `dV = Σ αᵀ dctx` (sums over steps and rows). Padded decoder steps (`step_valid`
+false) keep the state and output zeros, so their backward step passes the state gradients
+through unchanged.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_attention.functional.scores import matmul
+from keras_attention.functional.softmax import _mask_value
+
+
+def fusable(rnn, cell, sampler, training) -> bool:
+    """Whether `AttentionRNN.call` may run `luong_lstm_sequence` for this cell and call."""
+    from keras_attention.cells.luong_attention_cell import LuongAttentionCell
+    from keras_attention.layers.luong_attention import LuongAttention
+
+    if not getattr(rnn, "_allow_fused", True) or sampler is not None:
+        return False
+    if keras.backend.backend() not in ("tensorflow", "jax"):
+        return False  # PyTorch's custom gradients take a single output
+    if not isinstance(cell, LuongAttentionCell) or not cell.built or not cell._fused_lstm():
+        return False
+    lstm = cell.cell
+    if lstm.activation is not keras.activations.tanh:
+        return False
+    if lstm.recurrent_activation is not keras.activations.sigmoid:
+        return False
+    if not (rnn.return_sequences and cell.input_feeding and cell.attention_layer):
+        return False
+    if cell.attention_activation not in (keras.activations.linear, keras.activations.tanh):
+        return False  # (`attention_activation=None` is `linear`)
+    if not cell.output_attention:
+        return False
+    if len(cell.attentions) != 1:
+        return False
+    attention = cell.attentions[0]
+    if type(attention) is not LuongAttention or attention.score_mode not in ("dot", "general"):
+        return False
+    if attention.alignment != "global" or attention.use_scale:
+        return False
+    if attention.probability_fn != "softmax" or (training and attention.dropout > 0):
+        return False
+    dtype = keras.backend.standardize_dtype(rnn.compute_dtype)
+    # Not under mixed precision (the stepped cell computes the scores in float32 there).
+    return dtype in ("float32", "float64") and all(
+        keras.backend.standardize_dtype(layer.compute_dtype) == dtype
+        for layer in (cell, lstm, attention)
+    )
+
+
+def luong_lstm_sequence(
+    inputs,
+    states,
+    recurrent_kernel,
+    feed_kernel,
+    attention_kernel,
+    keys,
+    value,
+    memory_mask,
+    step_mask,
+    tanh_output: bool,
+):
+    """Run the decoder over all steps; differentiable (custom gradient) on TensorFlow and JAX.
+
+    Args:
+        inputs: `[T, B, 4 d]`, the projected inputs `y W_y + b`.
+        states: `[h, c, f]`, `[B, d]`, `[B, d]`, `[B, a]`.
+        recurrent_kernel: `U`, `[d, 4 d]`.
+        feed_kernel: `F`, `[a, 4 d]`.
+        attention_kernel: `W_c`, `[d + d_h, a]`.
+        keys: `[B, d, S]` (transposed).
+        value: `[B, S, d_h]`, zero on padding.
+        memory_mask: Boolean `[B, S]` or `None`.
+        step_mask: Boolean `[T, B]` or `None`.
+        tanh_output: Whether `f' = tanh([h'; ctx] W_c)` (else no activation).
+
+    Returns:
+        `(outputs [T, B, a], weights [T, B, S], [h, c, f] final)`.
+    """
+    dtype = inputs.dtype
+    batch, length = ops.shape(value)[0], ops.shape(value)[1]
+    memory_valid = (
+        ops.ones((batch, length), dtype) if memory_mask is None else ops.cast(memory_mask, dtype)
+    )
+    steps = ops.shape(inputs)[0]
+    step_valid = (
+        ops.ones((steps, batch), dtype) if step_mask is None else ops.cast(step_mask, dtype)
+    )
+    masked = step_mask is not None
+    h0, c0, f0 = states
+    run = keras.ops.custom_gradient(
+        lambda *args: _forward(*args, tanh_output=tanh_output, masked=masked)
+    )
+    args = (
+        inputs,
+        h0,
+        c0,
+        f0,
+        recurrent_kernel,
+        feed_kernel,
+        attention_kernel,
+        keys,
+        value,
+        memory_valid,
+        step_valid,
+    )
+    outputs, weights, h, c, f = run(*(_tensor(x) for x in args))
+    return outputs, weights, [h, c, f]
+
+
+def _forward(
+    inputs, h0, c0, f0, U, F, W_c, keys, value, memory_valid, step_valid, *, tanh_output, masked
+):
+    units = h0.shape[-1]
+    W_r = ops.concatenate([U, F], axis=0)
+    W_h, W_v = W_c[:units], W_c[units:]
+    # The context's share of W_c, once per sequence: ctx W_v = α (V W_v).
+    value_out = matmul(value, W_v)  # [B, S, a]
+    dtype = keras.backend.standardize_dtype(inputs.dtype)
+    lowest = ops.convert_to_tensor(_mask_value(dtype), dtype)
+    is_valid = memory_valid > 0
+
+    def step(carry, xs):
+        h, c, f = carry
+        x_t, valid_t = xs
+        z = x_t + matmul(ops.concatenate([h, f], axis=-1), W_r)
+        i, j, g, o = ops.split(z, 4, axis=-1)
+        c_new = ops.sigmoid(j) * c + ops.sigmoid(i) * ops.tanh(g)
+        h_new = ops.sigmoid(o) * ops.tanh(c_new)
+        scores = _product(h_new, keys)  # [B, S]
+        alpha = ops.softmax(ops.where(is_valid, scores, lowest), axis=-1) * memory_valid
+        f_new = matmul(h_new, W_h) + _product(alpha, value_out)
+        if tanh_output:
+            f_new = ops.tanh(f_new)
+        # (Keras 3.15 computes float64 tanh and sigmoid in float32 on JAX: the carry keeps its dtype.)
+        new = tuple(ops.cast(x, dtype) for x in (h_new, c_new, f_new))
+        if masked:  # padded steps keep the state
+            keep = ops.expand_dims(valid_t, -1) > 0
+            new = tuple(ops.where(keep, n, o_) for n, o_ in zip(new, carry))
+        # What the backward pass needs: z, the new state, the weights. (On padded steps these
+        # hold the kept state instead; the backward pass ignores those steps.)
+        return new, (z, *new, ops.cast(alpha, dtype))
+
+    (h, c, f), saved = _scan(step, (h0, c0, f0), (inputs, step_valid), 5)
+    zs, hs, cs, fs, alphas = saved
+    if masked:
+        valid = ops.expand_dims(step_valid, -1) > 0
+        outputs = ops.where(valid, fs, ops.zeros_like(fs))
+        weights = ops.where(valid, alphas, ops.zeros_like(alphas))
+    else:
+        outputs, weights = fs, alphas
+
+    def grad(*upstream):
+        if len(upstream) == 1 and isinstance(upstream[0], (tuple, list)):
+            upstream = tuple(upstream[0])  # JAX: one cotangent with the outputs' structure
+        like = (outputs, weights, h, c, f)
+        d_out, d_weights, dh, dc, df = (
+            ops.zeros_like(x) if g is None else ops.cast(g, x.dtype) for g, x in zip(upstream, like)
+        )
+        W_r_t = ops.transpose(W_r)
+        W_h_t = ops.transpose(W_h)
+        value_out_t = ops.transpose(value_out, (0, 2, 1))
+        keys_rows = ops.transpose(keys, (0, 2, 1))  # [B, S, d]
+        c_prev = ops.concatenate([ops.expand_dims(c0, 0), cs[:-1]], axis=0)
+
+        def back(carry, xs):
+            dh, dc, df = carry
+            d_o, d_w, z, c_prev, c_new, f_new, alpha, valid_t = xs
+            i, j, g, o = ops.split(z, 4, axis=-1)
+            si, sj, so, tg = ops.sigmoid(i), ops.sigmoid(j), ops.sigmoid(o), ops.tanh(g)
+            tc = ops.tanh(c_new)
+            da = d_o + df
+            if tanh_output:
+                da = da * (1.0 - f_new * f_new)
+            d_alpha = _product(da, value_out_t) + d_w  # [B, S]
+            ds = alpha * (d_alpha - ops.sum(alpha * d_alpha, axis=-1, keepdims=True))
+            dh_new = dh + matmul(da, W_h_t) + _product(ds, keys_rows)
+            do = dh_new * tc * so * (1.0 - so)
+            dc_new = dc + dh_new * so * (1.0 - tc * tc)
+            di = dc_new * tg * si * (1.0 - si)
+            dj = dc_new * c_prev * sj * (1.0 - sj)
+            dg = dc_new * si * (1.0 - tg * tg)
+            dz = ops.concatenate([di, dj, dg, do], axis=-1)
+            dhf = matmul(dz, W_r_t)
+            new = tuple(ops.cast(x, dtype) for x in (dhf[:, :units], dc_new * sj, dhf[:, units:]))
+            if masked:
+                keep = ops.expand_dims(valid_t, -1) > 0
+                new = tuple(ops.where(keep, n, o_) for n, o_ in zip(new, carry))
+                dz, da, ds = (ops.where(keep, x, ops.zeros_like(x)) for x in (dz, da, ds))
+            return new, tuple(ops.cast(x, dtype) for x in (dz, da, ds))
+
+        xs = (d_out, d_weights, zs, c_prev, cs, fs, alphas, step_valid)
+        (dh0, dc0, df0), (dz, da, ds) = _scan(back, (dh, dc, df), xs, 3, reverse=True)
+
+        def rows(x):
+            return ops.reshape(x, (-1, x.shape[-1]))
+
+        # The inputs of each step's gate product: the state before it.
+        h_prev = ops.concatenate([ops.expand_dims(h0, 0), hs[:-1]], axis=0)
+        f_prev = ops.concatenate([ops.expand_dims(f0, 0), fs[:-1]], axis=0)
+        dz_rows = rows(dz)
+        d_U = matmul(ops.transpose(rows(h_prev)), dz_rows)
+        d_F = matmul(ops.transpose(rows(f_prev)), dz_rows)
+        # Sums over the steps t of [T, B, ...] products: batched over B, contracted over T.
+        by_row = (1, 0, 2)
+        d_value_out = matmul(ops.transpose(alphas, (1, 2, 0)), ops.transpose(da, by_row))
+        d_W_c = ops.concatenate(
+            [
+                matmul(ops.transpose(rows(hs)), rows(da)),
+                matmul(ops.transpose(rows(value)), rows(d_value_out)),
+            ],
+            axis=0,
+        )
+        d_keys = matmul(ops.transpose(hs, (1, 2, 0)), ops.transpose(ds, by_row))
+        d_value = matmul(d_value_out, ops.transpose(W_v))
+        return (
+            dz,
+            dh0,
+            dc0,
+            df0,
+            d_U,
+            d_F,
+            d_W_c,
+            d_keys,
+            d_value,
+            ops.zeros_like(memory_valid),
+            ops.zeros_like(step_valid),
+        )
+
+    return (outputs, weights, h, c, f), grad
+
+
+def _product(vector, matrix):
+    """`[B, k] × [B, k, n] -> [B, n]`: one batched matrix-vector product."""
+    return matmul(ops.expand_dims(vector, 1), matrix)[:, 0]
+
+
+def _tensor(x):
+    """`x` as a tensor; a variable is read (TensorFlow's custom gradients would otherwise ask
+    for the variables, and Keras' `convert_to_tensor` hands a TensorFlow variable back)."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(getattr(x, "value", x))
+    return ops.convert_to_tensor(x)
+
+
+def _scan(fn, carry, xs, count, reverse=False):
+    """`fn(carry, xs_t) -> (carry, ys_t)` over the leading axis of every tensor in `xs`; `ys_t`
+    holds `count` tensors of the carry's dtype."""
+    if keras.backend.backend() != "tensorflow":
+        carry, ys = ops.scan(fn, carry, xs, reverse=reverse)
+        return carry, tuple(ys)
+    import tensorflow as tf
+
+    steps = tf.shape(xs[0])[0]
+    reads = [tf.TensorArray(x.dtype, size=steps, clear_after_read=False).unstack(x) for x in xs]
+    writes = [tf.TensorArray(carry[0].dtype, size=steps) for _ in range(count)]
+
+    def body(t, carry, writes):
+        index = steps - 1 - t if reverse else t
+        carry, ys = fn(carry, tuple(r.read(index) for r in reads))
+        writes = [w.write(index, y) for w, y in zip(writes, ys)]
+        return t + 1, carry, writes
+
+    _, carry, writes = tf.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (tf.constant(0, tf.int32), tuple(carry), writes),
+        maximum_iterations=steps,
+    )
+    return carry, tuple(w.stack() for w in writes)

@@ -1,0 +1,270 @@
+"""The fused Luong input-feeding LSTM decoder (`cells._fused_luong`): when `AttentionRNN` takes
+it, and that it computes what the stepped cell computes, forward and backward.
+
+Its forward pass is also covered by the float64 NumPy reference tests of
+`test_cells_reference.py` (their LSTM + global dot/general cases take this path on TensorFlow and
+JAX). Here: the same outputs, weights, final states and gradients as the stepped loop
+(`_allow_fused = False`, differentiated automatically), and the hand-written gradients against
+finite differences in float64.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention import AdditiveAttention, AttentionRNN, LuongAttention, LuongAttentionCell
+from keras_attention.cells._fused_luong import fusable
+from tests.cells.test_cells_reference import (
+    FINITE_DIFFERENCES,
+    FINITE_DIFFERENCES_FLOAT32_INSIDE,
+    _compiled_loss,
+)
+from tests.backend_utils import BACKEND, enable_float64, to_numpy, value_and_grad, variable
+from tests.conftest import randomize_weights
+
+FUSED_BACKENDS = ("tensorflow", "jax")
+needs_fused = pytest.mark.skipif(
+    BACKEND not in FUSED_BACKENDS,
+    reason="PyTorch always runs the stepped loop (Keras' PyTorch custom_gradient takes one output)",
+)
+B, T, S, D_Y, D_H, UNITS = 3, 5, 4, 7, 6, 6
+
+
+def _rnn(score="general", activation="tanh", dtype=None, **cell_kwargs):
+    attention = LuongAttention(score, dtype=dtype)
+    size = 5 if score == "general" else None
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(UNITS, dtype=dtype),
+        attention,
+        attention_layer_size=size,
+        attention_activation=activation,
+        dtype=dtype,
+        **cell_kwargs,
+    )
+    return AttentionRNN(cell, return_attention_scores=True, return_state=True, dtype=dtype)
+
+
+def _inputs(rng, dtype="float32"):
+    y = rng.normal(size=(B, T, D_Y)).astype(dtype)
+    memory = rng.normal(size=(B, S, D_H)).astype(dtype)
+    memory_mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]], bool)  # one row empty
+    step_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 1, 1, 0]], bool)
+    h0, c0 = (rng.normal(size=(B, UNITS)).astype(dtype) for _ in range(2))
+    return y, memory, memory_mask, step_mask, h0, c0
+
+
+# ------------------------------------------------------------------ when the path is taken
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda: _rnn(), True),
+        (lambda: _rnn("dot", None), True),
+        (lambda: _rnn(input_feeding=False), False),
+        (lambda: _rnn(output_attention=False), False),
+        (lambda: _rnn(activation="relu"), False),
+        (lambda: _rnn("concat"), False),
+        (
+            lambda: AttentionRNN(
+                LuongAttentionCell(
+                    keras.layers.LSTMCell(UNITS), LuongAttention("general", use_scale=True)
+                )
+            ),
+            False,
+        ),
+        (
+            lambda: AttentionRNN(
+                LuongAttentionCell(
+                    keras.layers.LSTMCell(UNITS),
+                    LuongAttention("general", "local_monotonic", window_radius=1),
+                )
+            ),
+            False,
+        ),
+        (
+            lambda: AttentionRNN(
+                LuongAttentionCell(keras.layers.GRUCell(UNITS), LuongAttention("general"))
+            ),
+            False,
+        ),
+        (
+            lambda: AttentionRNN(
+                LuongAttentionCell(keras.layers.LSTMCell(UNITS), AdditiveAttention(units=3))
+            ),
+            False,
+        ),
+        (
+            lambda: AttentionRNN(
+                LuongAttentionCell(
+                    keras.layers.LSTMCell(UNITS, recurrent_dropout=0.1), LuongAttention()
+                )
+            ),
+            False,
+        ),
+        (
+            lambda: AttentionRNN(
+                LuongAttentionCell(keras.layers.LSTMCell(UNITS), LuongAttention()),
+                return_sequences=False,
+            ),
+            False,
+        ),
+    ],
+    ids=[
+        "general",
+        "dot-linear",
+        "no-input-feeding",
+        "output-s",
+        "relu",
+        "concat",
+        "scale",
+        "local",
+        "gru",
+        "additive",
+        "recurrent-dropout",
+        "last-step",
+    ],
+)
+def test_which_models_take_the_fused_path(make, expected):
+    rnn = make()
+    rnn(np.ones((2, 3, 4), "float32"), np.ones((2, 5, UNITS), "float32"))
+    assert fusable(rnn, rnn.cell, None, False) is (expected and BACKEND in FUSED_BACKENDS)
+    rnn._allow_fused = False
+    assert not fusable(rnn, rnn.cell, None, False)
+
+
+def test_attention_dropout_in_training_and_mixed_precision_take_the_stepped_loop():
+    rnn = AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(dropout=0.2)))
+    rnn(np.ones((2, 3, 4), "float32"), np.ones((2, 5, 4), "float32"))
+    assert not fusable(rnn, rnn.cell, None, True)
+    assert fusable(rnn, rnn.cell, None, False) is (BACKEND in FUSED_BACKENDS)
+    mixed = _rnn(dtype="mixed_bfloat16")
+    mixed(np.ones((2, 3, 4), "float32"), np.ones((2, 5, D_H), "float32"))
+    assert not fusable(mixed, mixed.cell, None, False)
+
+
+# ------------------------------------------------------------------ the same numbers
+def _outputs_and_gradients(rnn, inputs, upstream, fused):
+    """The five outputs and the gradients of Σ outputs · upstream with respect to the inputs
+    (y, memory, h0, c0) and every weight, through the fused path or the stepped loop."""
+    y, memory, memory_mask, step_mask, h0, c0 = inputs
+    rnn._allow_fused = fused
+    tensors = [variable(x, name=n) for x, n in zip((y, memory, h0, c0), "y m h c".split())]
+
+    def run():
+        y_, m_, h_, c_ = tensors
+        return rnn(y_, m_, memory_mask=memory_mask, mask=step_mask, initial_state=[h_, c_])
+
+    def loss_fn():
+        return sum(ops.sum(ops.multiply(o, u)) for o, u in zip(run(), upstream))
+
+    outputs = [to_numpy(o) for o in run()]
+    _, grads = value_and_grad(loss_fn, tensors + list(rnn.trainable_weights))
+    return outputs, grads
+
+
+@needs_fused
+@pytest.mark.parametrize("score, activation", [("general", "tanh"), ("dot", None)])
+@pytest.mark.parametrize("masks", [True, False], ids=["masks", "no-masks"])
+def test_fused_equals_the_stepped_loop(score, activation, masks):
+    rng = np.random.default_rng(0)
+    inputs = _inputs(rng)
+    if not masks:
+        inputs = inputs[:2] + (None, None) + inputs[4:]
+    rnn = _rnn(score, activation)
+    rnn(*inputs[:2])
+    randomize_weights(rnn, rng)
+    size = rnn.cell.output_size
+    shapes = [(B, T, size), (B, T, S), (B, UNITS), (B, UNITS), (B, size)]
+    upstream = [rng.normal(size=s).astype("float32") for s in shapes]
+    want, want_grads = _outputs_and_gradients(rnn, inputs, upstream, fused=False)
+    got, got_grads = _outputs_and_gradients(rnn, inputs, upstream, fused=True)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert len(got_grads) == len(want_grads) == 4 + len(rnn.trainable_weights)
+    for g, w in zip(got_grads, want_grads):
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * np.abs(w).max())
+    if masks:  # padded memory and an empty memory row get no gradient, and no weight
+        assert np.all(got_grads[1][1, 2:] == 0.0) and np.all(got_grads[1][2] == 0.0)
+        assert np.all(got[1][2] == 0.0) and np.all(got[1][1, 3:] == 0.0)
+
+
+@needs_fused
+def test_fused_gradients_match_finite_differences_float64():
+    with enable_float64():
+        rng = np.random.default_rng(1)
+        inputs = _inputs(rng, "float64")
+        rnn = _rnn(dtype="float64")
+        rnn(*inputs[:2])
+        randomize_weights(rnn, rng)
+        for w in rnn.weights:
+            w.assign(to_numpy(w).astype(np.float64) + 1e-3 * rng.normal(size=w.shape))
+        assert fusable(rnn, rnn.cell, None, True)
+        y, memory, memory_mask, step_mask, h0, c0 = inputs
+        tensors = [variable(x, name=n) for x, n in zip((y, memory, h0), "y m h".split())]
+        shapes = [(B, T, 5), (B, T, S), (B, UNITS), (B, UNITS), (B, 5)]
+        upstream = [rng.normal(size=s) for s in shapes]
+
+        def loss_fn():
+            outs = rnn(
+                tensors[0], tensors[1], memory_mask=memory_mask, mask=step_mask,
+                initial_state=[tensors[2], c0],
+            )  # fmt: skip
+            assert keras.backend.standardize_dtype(outs[0].dtype) == "float64"
+            return sum(ops.sum(ops.multiply(o, u)) for o, u in zip(outs, upstream))
+
+        variables = tensors + list(rnn.trainable_weights)
+        _, grads = value_and_grad(loss_fn, variables)
+        evaluate = _compiled_loss(loss_fn, tensors + list(rnn.weights))
+        eps, rtol, atol = FINITE_DIFFERENCES.get(BACKEND, FINITE_DIFFERENCES_FLOAT32_INSIDE)
+        for var, grad in zip(variables, grads):
+            base = to_numpy(var)
+            flat, grad = base.reshape(-1), grad.reshape(-1)
+            for i in rng.choice(flat.size, size=min(flat.size, 4), replace=False):
+                values = []
+                for sign in (1, -1):
+                    bumped = flat.copy()
+                    bumped[i] += sign * eps
+                    var.assign(bumped.reshape(base.shape))
+                    values.append(evaluate())
+                var.assign(base)
+                numeric = (values[0] - values[1]) / (2 * eps)
+                np.testing.assert_allclose(
+                    grad[i], numeric, rtol=rtol, atol=atol, err_msg=f"{var.name}[{i}]"
+                )
+
+
+@needs_fused
+def test_one_xla_train_step_equals_the_stepped_loop():
+    """`fit` under `jit_compile=True`: the same loss and the same weights after one Adam step."""
+    rng = np.random.default_rng(2)
+    y, memory, memory_mask, step_mask, _, _ = _inputs(rng)
+    targets = rng.integers(0, 5, size=(B, T))
+
+    def model(fused):
+        keras.utils.set_random_seed(0)
+        y_in, m_in = keras.Input((T, D_Y)), keras.Input((S, D_H))
+        m_mask, s_mask = keras.Input((S,), dtype="bool"), keras.Input((T,), dtype="bool")
+        rnn = AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(UNITS), LuongAttention()))
+        rnn._allow_fused = fused
+        out = rnn(y_in, m_in, memory_mask=m_mask, mask=s_mask)
+        logits = keras.layers.Dense(5)(out)
+        m = keras.Model([y_in, m_in, m_mask, s_mask], logits)
+        m.compile(  # SGD: an update linear in the gradient (Adam's first step is ~sign(g))
+            keras.optimizers.SGD(0.5),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=True,
+        )
+        return m
+
+    results = []
+    for fused in (False, True):
+        m = model(fused)
+        loss = m.train_on_batch([y, memory, memory_mask, step_mask], targets)
+        results.append((float(loss), [to_numpy(w) for w in m.weights]))
+    (loss_a, weights_a), (loss_b, weights_b) = results
+    np.testing.assert_allclose(loss_b, loss_a, rtol=1e-6)
+    for a, b in zip(weights_a, weights_b):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
