@@ -7,32 +7,35 @@ score and a softmax, input feeding, `W_c` with tanh or no activation, on TensorF
 Why: differentiated automatically, a time loop accumulates every weight's gradient inside the
 backward loop, one `[B]`-row outer product per step and weight (`dU += hᵀ dz`, `dW_c += …`,
 `dK_b += …`), each a thin matmul that reads and writes the whole weight gradient at every step.
-Here the backward loop computes only what is sequential (the gradients of the states), and writes
+Here the backward loop computes only what is sequential (the gradients of the states) and writes
 each step's pre-activation gradients out; the weight gradients are then one large matmul each
-over all `T·B` rows, outside the loop, as cuDNN does for its RNNs. The forward pass keeps the
-activations the backward pass needs (the gates, `tanh(c)`, the weights and contexts), so nothing
-is recomputed.
+over all `T·B` rows, after the loop, as cuDNN does for its RNNs. The forward pass keeps what the
+backward pass cannot cheaply recompute (`z`, the new states, the weights `α`); the gates are
+recomputed from `z`.
 
-One step, with `x_t` the projected input `y_t W_y + b` (computed outside the loop), `f` the fed
-vector h̃_{t-1}, `[U; F]` the recurrent and feed rows of the LSTM kernel, `K` the keys `[B, d, S]`
-(`h W_g` for "general"), `V` the values `[B, S, d_h]`, `m` the memory mask:
+One step, with `x_t = y_t W_y + b` (for all steps at once, before the loop), `f` the fed vector
+h̃_{t-1}, `[W_y; F]` the LSTM kernel (the rows of `y`, then of `f`), `U` its recurrent kernel,
+`W_c = [W_h; W_v]` (the rows of `s`, then of the context), `K` the keys `[B, d, S]` (`h W_g`
+for "general"), `V` the values `[B, S, d_h]` and `P = V W_v` `[B, S, a]` (once per sequence):
 
     z = x_t + [h; f] [U; F];  i, j, g, o = split(z)
     c' = σ(j) c + σ(i) tanh(g);  h' = σ(o) tanh(c')
-    α = softmax over the valid positions of h' K;  ctx = α V
-    f' = act([h'; ctx] W_c)        (the output and the next fed vector)
+    α = softmax over the valid positions of h' K
+    f' = act(h' W_h + α P)        (= act([h'; α V] W_c): the output and the next fed vector)
 
-and its backward step, from the gradients `dh, dc, df` of the states it produced and `dout` of
-its output (and `dα` of its weights):
+The context `α V` itself is never formed: `α P` costs `S·a` per row where `(α V) W_v` costs
+`S·d_h + d_h·a`. The backward step, from the gradients `dh, dc, df` of the states the step
+produced, `dout` of its output and `dα` of its weights:
 
-    da = (dout + df) ⊙ act'(·);  [dh'; dctx] += da W_cᵀ
-    dα += dctx Vᵀ;  ds = α ⊙ (dα - Σ α dα);  dh' += ds Kᵀ
+    da = (dout + df) ⊙ act'(·)
+    dα += da Pᵀ;  ds = α ⊙ (dα - Σ α dα);  dh' = dh + da W_hᵀ + ds Kᵀ
     do = dh' ⊙ tanh(c') ⊙ σ'(o);  dc' = dc + dh' ⊙ σ(o) ⊙ tanh'(c')
     di, dj, dg = dc' ⊙ tanh(g) ⊙ σ'(i), dc' ⊙ c ⊙ σ'(j), dc' ⊙ σ(i) ⊙ tanh'(g)
     dz = [di; dj; dg; do];  [dh_prev; df_prev] = dz [U; F]ᵀ;  dc_prev = dc' ⊙ σ(j)
 
-then, outside the loop, `dx = dz`, `d[U; F] = Σ [h; f]ᵀ dz`, `dW_c = Σ [h'; ctx]ᵀ da`,
-`dK = Σ h'ᵀ ds`, `dV = Σ αᵀ dctx` (sums over steps and rows). Padded decoder steps (`step_valid`
+then, after the loop (sums over steps and rows): `dy = dz W_yᵀ`, `db = Σ dz`,
+`d[W_y; F] = Σ [y; f]ᵀ dz`, `dU = Σ hᵀ dz`, `dW_h = Σ h'ᵀ da`, `dP_b = Σ_t α_tᵀ da_t`,
+`dW_v = Σ Vᵀ dP`, `dV = dP W_vᵀ`, `dK_b = Σ_t h'_tᵀ ds_t`. Padded decoder steps (`step_valid`
 false) keep the state and output zeros, so their backward step passes the state gradients
 through unchanged.
 """
@@ -86,10 +89,11 @@ def fusable(rnn, cell, sampler, training) -> bool:
 
 
 def luong_lstm_sequence(
-    inputs,
+    sequences,
     states,
+    kernel,
     recurrent_kernel,
-    feed_kernel,
+    bias,
     attention_kernel,
     keys,
     value,
@@ -100,11 +104,13 @@ def luong_lstm_sequence(
     """Run the decoder over all steps; differentiable (custom gradient) on TensorFlow and JAX.
 
     Args:
-        inputs: `[T, B, 4 d]`, the projected inputs `y W_y + b`.
+        sequences: `[T, B, d_y]`, the decoder inputs (time first).
         states: `[h, c, f]`, `[B, d]`, `[B, d]`, `[B, a]`.
+        kernel: The LSTM kernel `[W_y; F]`, `[d_y + a, 4 d]` (the rows of `y`, then those of
+            the fed vector).
         recurrent_kernel: `U`, `[d, 4 d]`.
-        feed_kernel: `F`, `[a, 4 d]`.
-        attention_kernel: `W_c`, `[d + d_h, a]`.
+        bias: `[4 d]`.
+        attention_kernel: `W_c = [W_h; W_v]`, `[d + d_h, a]`.
         keys: `[B, d, S]` (transposed).
         value: `[B, S, d_h]`, zero on padding.
         memory_mask: Boolean `[B, S]` or `None`.
@@ -114,12 +120,12 @@ def luong_lstm_sequence(
     Returns:
         `(outputs [T, B, a], weights [T, B, S], [h, c, f] final)`.
     """
-    dtype = inputs.dtype
+    dtype = sequences.dtype
     batch, length = ops.shape(value)[0], ops.shape(value)[1]
     memory_valid = (
         ops.ones((batch, length), dtype) if memory_mask is None else ops.cast(memory_mask, dtype)
     )
-    steps = ops.shape(inputs)[0]
+    steps = ops.shape(sequences)[0]
     step_valid = (
         ops.ones((steps, batch), dtype) if step_mask is None else ops.cast(step_mask, dtype)
     )
@@ -129,12 +135,13 @@ def luong_lstm_sequence(
         lambda *args: _forward(*args, tanh_output=tanh_output, masked=masked)
     )
     args = (
-        inputs,
+        sequences,
         h0,
         c0,
         f0,
+        kernel,
         recurrent_kernel,
-        feed_kernel,
+        bias,
         attention_kernel,
         keys,
         value,
@@ -146,9 +153,25 @@ def luong_lstm_sequence(
 
 
 def _forward(
-    inputs, h0, c0, f0, U, F, W_c, keys, value, memory_valid, step_valid, *, tanh_output, masked
+    sequences,
+    h0,
+    c0,
+    f0,
+    W,
+    U,
+    b,
+    W_c,
+    keys,
+    value,
+    memory_valid,
+    step_valid,
+    *,
+    tanh_output,
+    masked,
 ):
-    units = h0.shape[-1]
+    units, rows = h0.shape[-1], sequences.shape[-1]
+    W_y, F = W[:rows], W[rows:]
+    inputs = matmul(sequences, W_y) + b  # [T, B, 4 d]: the part of z that sees y, at once
     W_r = ops.concatenate([U, F], axis=0)
     W_h, W_v = W_c[:units], W_c[units:]
     # The context's share of W_c, once per sequence: ctx W_v = α (V W_v).
@@ -169,7 +192,7 @@ def _forward(
         f_new = matmul(h_new, W_h) + _product(alpha, value_out)
         if tanh_output:
             f_new = ops.tanh(f_new)
-        # (Keras 3.15 computes float64 tanh and sigmoid in float32 on JAX: the carry keeps its dtype.)
+        # Keras 3.15 computes float64 tanh/sigmoid in float32 on JAX: the carry keeps its dtype.
         new = tuple(ops.cast(x, dtype) for x in (h_new, c_new, f_new))
         if masked:  # padded steps keep the state
             keep = ops.expand_dims(valid_t, -1) > 0
@@ -236,8 +259,14 @@ def _forward(
         h_prev = ops.concatenate([ops.expand_dims(h0, 0), hs[:-1]], axis=0)
         f_prev = ops.concatenate([ops.expand_dims(f0, 0), fs[:-1]], axis=0)
         dz_rows = rows(dz)
+        d_W = ops.concatenate(
+            [
+                matmul(ops.transpose(rows(sequences)), dz_rows),
+                matmul(ops.transpose(rows(f_prev)), dz_rows),
+            ],
+            axis=0,
+        )
         d_U = matmul(ops.transpose(rows(h_prev)), dz_rows)
-        d_F = matmul(ops.transpose(rows(f_prev)), dz_rows)
         # Sums over the steps t of [T, B, ...] products: batched over B, contracted over T.
         by_row = (1, 0, 2)
         d_value_out = matmul(ops.transpose(alphas, (1, 2, 0)), ops.transpose(da, by_row))
@@ -251,12 +280,13 @@ def _forward(
         d_keys = matmul(ops.transpose(hs, (1, 2, 0)), ops.transpose(ds, by_row))
         d_value = matmul(d_value_out, ops.transpose(W_v))
         return (
-            dz,
+            matmul(dz, ops.transpose(W_y)),
             dh0,
             dc0,
             df0,
+            d_W,
             d_U,
-            d_F,
+            ops.sum(dz_rows, axis=0),
             d_W_c,
             d_keys,
             d_value,

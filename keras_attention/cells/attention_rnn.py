@@ -180,14 +180,14 @@ class AttentionRNN(keras.layers.Layer):
             mask = ops.cast(mask, "bool")
             sequences = ops.where(ops.expand_dims(mask, -1), sequences, ops.zeros_like(sequences))
         # Whatever depends on the inputs only is computed here, once, not inside the loop.
-        inputs = cell.project_inputs(ops.transpose(sequences, (1, 0, 2)))  # [T, B, .]
+        sequences_t = ops.transpose(sequences, (1, 0, 2))  # [T, B, d_y]
         step_mask = None if mask is None else ops.transpose(mask, (1, 0))
         sampler = None
         if self._sampling is not None and training:
             sampler = self._sampler(sequences, embedding, output_layer)
-
         if fusable(self, cell, sampler, training):
-            return self._fused_call(inputs, states, prepared, step_mask)
+            return self._fused_call(sequences_t, states, prepared, step_mask)
+        inputs = cell.project_inputs(sequences_t)  # [T, B, .]
 
         def step(t, x_t, carry):
             if sampler is not None:
@@ -231,19 +231,17 @@ class AttentionRNN(keras.layers.Layer):
             result.extend(states)
         return result[0] if len(result) == 1 else result
 
-    def _fused_call(self, inputs, states, prepared, step_mask):
+    def _fused_call(self, sequences, states, prepared, step_mask):
         """The whole sequence in one `luong_lstm_sequence` (see `cells._fused_luong`)."""
         cell = self.cell
         lstm = cell.cell
-        feed_kernel = prepared.feed_kernel
-        if feed_kernel is None:
-            feed_kernel = cell._weight(lstm.kernel)[lstm.kernel.shape[0] - cell.attention_size :]
         memory = prepared.attentions[0]
         outputs, weights, states = luong_lstm_sequence(
-            inputs,
+            sequences,
             states[:3],
+            cell._weight(lstm.kernel),
             cell._weight(lstm.recurrent_kernel),
-            feed_kernel,
+            cell._weight(lstm.bias),
             cell._weight(cell.attention_kernel),
             memory.keys,
             memory.value,

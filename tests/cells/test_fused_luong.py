@@ -17,12 +17,12 @@ from keras import ops
 
 from keras_attention import AdditiveAttention, AttentionRNN, LuongAttention, LuongAttentionCell
 from keras_attention.cells._fused_luong import fusable
+from tests.backend_utils import BACKEND, enable_float64, to_numpy, value_and_grad, variable
 from tests.cells.test_cells_reference import (
     FINITE_DIFFERENCES,
     FINITE_DIFFERENCES_FLOAT32_INSIDE,
     _compiled_loss,
 )
-from tests.backend_utils import BACKEND, enable_float64, to_numpy, value_and_grad, variable
 from tests.conftest import randomize_weights
 
 FUSED_BACKENDS = ("tensorflow", "jax")
