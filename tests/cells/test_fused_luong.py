@@ -180,8 +180,8 @@ def test_fused_equals_the_stepped_loop(score, activation, masks):
     upstream = [rng.normal(size=s).astype("float32") for s in shapes]
     want, want_grads = _outputs_and_gradients(rnn, inputs, upstream, fused=False)
     got, got_grads = _outputs_and_gradients(rnn, inputs, upstream, fused=True)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    for g, w in zip(got, want):  # float32 round-off, summed in another order over the steps
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     assert len(got_grads) == len(want_grads) == 4 + len(rnn.trainable_weights)
     for g, w in zip(got_grads, want_grads):
         assert np.all(np.isfinite(g))
