@@ -130,24 +130,11 @@ def luong_lstm_sequence(
         ops.ones((steps, batch), dtype) if step_mask is None else ops.cast(step_mask, dtype)
     )
     masked = step_mask is not None
-    h0, c0, f0 = states
     run = keras.ops.custom_gradient(
         lambda *args: _forward(*args, tanh_output=tanh_output, masked=masked)
     )
-    args = (
-        sequences,
-        h0,
-        c0,
-        f0,
-        kernel,
-        recurrent_kernel,
-        bias,
-        attention_kernel,
-        keys,
-        value,
-        memory_valid,
-        step_valid,
-    )
+    weights_in = (kernel, recurrent_kernel, bias, attention_kernel)
+    args = (sequences, *states, *weights_in, keys, value, memory_valid, step_valid)
     outputs, weights, h, c, f = run(*(_tensor(x) for x in args))
     return outputs, weights, [h, c, f]
 

@@ -226,7 +226,15 @@ class AttentionRNN(keras.layers.Layer):
         carry, stacked = time_loop(step, inputs, carry, shapes, dtype)
         states, last = carry[0], carry[1]
         stacked = [ops.transpose(x, (1, 0, 2)) for x in stacked]
-        result = [stacked.pop(0) if self.return_sequences else last] + stacked
+        outputs = stacked.pop(0) if self.return_sequences else last
+        return self._pack(outputs, stacked[0] if stacked else None, states)
+
+    def _pack(self, outputs, weights, states):
+        """`outputs`, then `weights` if `return_attention_scores`, then the states if
+        `return_state`: what `call` returns (a list when there is more than one)."""
+        result = [outputs]
+        if self.return_attention_scores:
+            result.append(weights)
         if self.return_state:
             result.extend(states)
         return result[0] if len(result) == 1 else result
@@ -249,12 +257,9 @@ class AttentionRNN(keras.layers.Layer):
             step_mask,
             tanh_output=cell.attention_activation is keras.activations.tanh,
         )
-        result = [ops.transpose(outputs, (1, 0, 2))]
         if self.return_attention_scores:
-            result.append(ops.transpose(weights, (1, 0, 2)))
-        if self.return_state:
-            result.extend(states)
-        return result[0] if len(result) == 1 else result
+            weights = ops.transpose(weights, (1, 0, 2))
+        return self._pack(ops.transpose(outputs, (1, 0, 2)), weights, states)
 
     def _sampler(self, sequences, embedding, output_layer) -> _ScheduledSampler:
         for name, layer in (("embedding", embedding), ("output_layer", output_layer)):
@@ -285,14 +290,13 @@ class AttentionRNN(keras.layers.Layer):
     def _no_steps(self, batch, memory_steps, states, last):
         """The outputs of a zero-step sequence, laid out as `call` returns them."""
         dtype = self.compute_dtype
-        result = [
+        outputs = (
             ops.zeros((batch, 0, self.cell.output_size), dtype) if self.return_sequences else last
-        ]
-        if self.return_attention_scores:
-            result.append(ops.zeros((batch, 0, memory_steps), dtype))
-        if self.return_state:
-            result.extend(states)
-        return result[0] if len(result) == 1 else result
+        )
+        weights = (
+            ops.zeros((batch, 0, memory_steps), dtype) if self.return_attention_scores else None
+        )
+        return self._pack(outputs, weights, states)
 
     def compute_mask(self, inputs, mask=None):
         if isinstance(mask, (list, tuple)):
