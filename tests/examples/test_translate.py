@@ -121,6 +121,7 @@ def test_smoke_run_trains_draws_exports_and_reloads(tmp_path, capsys):
     assert 0.0 <= results["test_exact_match"] <= 1.0
 
 
+@pytest.mark.slow
 def test_smoke_run_on_a_user_corpus(tmp_path):
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{w}\t{w[::-1]}\n" for w in ["abc", "bca", "cab"] * 10))

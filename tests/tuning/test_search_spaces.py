@@ -53,11 +53,12 @@ def _tiny_batch(rng, source_vocabulary=12, target_vocabulary=9):
     return {"source_ids": source, "target_ids": target}, np.where(target > 0, target, 0)
 
 
-def test_every_combination_builds_and_trains_one_step():
+def _checked_grid():
     fixed = {k: v for k, v in SMALL.items() if k != "learning_rate"}
-    grid = [arguments for _, arguments in _grid(fixed)]
-    luong = [a for a in grid if a["attention"] == "luong"]
-    bahdanau = [a for a in grid if a["attention"] == "bahdanau"]
+    grid = _grid(fixed)
+    arguments = [a for _, a in grid]
+    luong = [a for a in arguments if a["attention"] == "luong"]
+    bahdanau = [a for a in arguments if a["attention"] == "bahdanau"]
     # 3 scores x (global + 2 local alignments x 2 radii) x 2 input feedings, and Bahdanau once
     # (its Luong-only hyperparameters are inactive and left out).
     assert len(luong) == 3 * (1 + 2 * 2) * 2 and len(bahdanau) == 1
@@ -65,10 +66,24 @@ def test_every_combination_builds_and_trains_one_step():
     assert {a.get("window_radius") for a in luong} == {None, 2, 8}
     assert {a["input_feeding"] for a in luong} == {0, 1}
     assert all(("window_radius" in a) == (a["alignment"] != "global") for a in luong)
+    return grid
 
+
+def _covering(grid):
+    """The fewest combinations, in grid order, in which every value of every argument appears."""
+    chosen, seen = [], set()
+    for values, arguments in grid:
+        new = {(k, v) for k, v in arguments.items()} - seen
+        if new:
+            chosen.append((values, arguments))
+            seen |= new
+    return chosen
+
+
+def _build_and_train(grid):
     hypermodel = Seq2SeqHyperModel(12, 9, fixed=SMALL, jit_compile=False)
     x, y = _tiny_batch(np.random.default_rng(0))
-    for values, arguments in _grid(fixed):
+    for values, arguments in grid:
         hp = keras_tuner.HyperParameters()
         hp.values.update(values)  # registration keeps values already set
         model = hypermodel.build(hp)
@@ -79,6 +94,20 @@ def test_every_combination_builds_and_trains_one_step():
         model.run_eagerly = True  # one eager step each: tracing 31 graphs would take minutes
         loss = model.train_on_batch(x, y, return_dict=True)["loss"]
         assert np.isfinite(loss), arguments
+
+
+def test_combinations_covering_every_value_build_and_train_one_step():
+    grid = _checked_grid()
+    covering = _covering(grid)
+    assert len(covering) < len(grid)
+    covered = {(k, v) for _, a in covering for k, v in a.items()}
+    assert covered == {(k, v) for _, a in grid for k, v in a.items()}
+    _build_and_train(covering)
+
+
+@pytest.mark.slow
+def test_every_combination_builds_and_trains_one_step():
+    _build_and_train(_checked_grid())
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])
