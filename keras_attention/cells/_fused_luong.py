@@ -45,6 +45,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_attention.functional.loops import time_loop
 from keras_attention.functional.scores import matmul
 from keras_attention.functional.softmax import _mask_value
 
@@ -167,7 +168,7 @@ def _forward(
     lowest = ops.convert_to_tensor(_mask_value(dtype), dtype)
     is_valid = memory_valid > 0
 
-    def step(carry, xs):
+    def step(_, xs, carry):
         h, c, f = carry
         x_t, valid_t = xs
         z = x_t + matmul(ops.concatenate([h, f], axis=-1), W_r)
@@ -188,7 +189,8 @@ def _forward(
         # hold the kept state instead; the backward pass ignores those steps.)
         return new, (z, *new, ops.cast(alpha, dtype))
 
-    (h, c, f), saved = _scan(step, (h0, c0, f0), (inputs, step_valid), 5)
+    shapes = [ops.shape(inputs)[1:], *(ops.shape(x) for x in (h0, c0, f0)), ops.shape(memory_valid)]
+    (h, c, f), saved = time_loop(step, (inputs, step_valid), (h0, c0, f0), shapes, dtype)
     zs, hs, cs, fs, alphas = saved
     if masked:
         valid = ops.expand_dims(step_valid, -1) > 0
@@ -210,7 +212,7 @@ def _forward(
         keys_rows = ops.transpose(keys, (0, 2, 1))  # [B, S, d]
         c_prev = ops.concatenate([ops.expand_dims(c0, 0), cs[:-1]], axis=0)
 
-        def back(carry, xs):
+        def back(_, xs, carry):
             dh, dc, df = carry
             d_o, d_w, z, c_prev, c_new, f_new, alpha, valid_t = xs
             i, j, g, o = ops.split(z, 4, axis=-1)
@@ -237,7 +239,10 @@ def _forward(
             return new, tuple(ops.cast(x, dtype) for x in (dz, da, ds))
 
         xs = (d_out, d_weights, zs, c_prev, cs, fs, alphas, step_valid)
-        (dh0, dc0, df0), (dz, da, ds) = _scan(back, (dh, dc, df), xs, 3, reverse=True)
+        shapes = [ops.shape(zs)[1:], ops.shape(fs)[1:], ops.shape(alphas)[1:]]
+        (dh0, dc0, df0), (dz, da, ds) = time_loop(
+            back, xs, (dh, dc, df), shapes, dtype, reverse=True
+        )
 
         def rows(x):
             return ops.reshape(x, (-1, x.shape[-1]))
@@ -297,30 +302,3 @@ def _tensor(x):
 
         return tf.convert_to_tensor(getattr(x, "value", x))
     return ops.convert_to_tensor(x)
-
-
-def _scan(fn, carry, xs, count, reverse=False):
-    """`fn(carry, xs_t) -> (carry, ys_t)` over the leading axis of every tensor in `xs`; `ys_t`
-    holds `count` tensors of the carry's dtype."""
-    if keras.backend.backend() != "tensorflow":
-        carry, ys = ops.scan(fn, carry, xs, reverse=reverse)
-        return carry, tuple(ys)
-    import tensorflow as tf
-
-    steps = tf.shape(xs[0])[0]
-    reads = [tf.TensorArray(x.dtype, size=steps, clear_after_read=False).unstack(x) for x in xs]
-    writes = [tf.TensorArray(carry[0].dtype, size=steps) for _ in range(count)]
-
-    def body(t, carry, writes):
-        index = steps - 1 - t if reverse else t
-        carry, ys = fn(carry, tuple(r.read(index) for r in reads))
-        writes = [w.write(index, y) for w, y in zip(writes, ys)]
-        return t + 1, carry, writes
-
-    _, carry, writes = tf.while_loop(
-        lambda t, *_: t < steps,
-        body,
-        (tf.constant(0, tf.int32), tuple(carry), writes),
-        maximum_iterations=steps,
-    )
-    return carry, tuple(w.stack() for w in writes)

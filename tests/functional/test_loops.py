@@ -27,7 +27,8 @@ def _loop(x, path="time_loop"):
     zeros = ops.zeros((BATCH, DIM))
     if path == "time_loop":
         return loops.time_loop(_running_sum, x, zeros, shapes, "float32")
-    return loops._keras_loop(_running_sum, x, zeros, shapes, "float32", ops.shape(x)[0])
+    step = loops._one_input(_running_sum)
+    return loops._keras_loop(step, (x,), zeros, shapes, "float32", ops.shape(x)[0], False)
 
 
 def _loss(x):
@@ -113,3 +114,43 @@ def test_time_loop_without_outputs_returns_the_carry():
     )
     assert list(stacked) == []
     np.testing.assert_allclose(to_numpy(carry), x.sum(0), rtol=1e-6)
+
+
+def _decayed_from_the_end(t, xs, carry):
+    x_t, y_t = xs
+    carry = carry * y_t + x_t
+    return carry, [carry, ops.ones_like(x_t) * ops.cast(t, "float32")]
+
+
+@pytest.mark.parametrize("path", ["eager", "jit", "_keras_loop"])
+def test_reverse_over_several_inputs_keeps_positions(path):
+    """`reverse=True` over `(x, y)`: `c_t = c_{t+1} y_t + x_t` from the last step, each output
+    at its own position and `t` the position (a NumPy loop is the reference)."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(STEPS, BATCH, DIM)).astype("float32")
+    y = rng.uniform(0.5, 1.5, size=(STEPS, BATCH, DIM)).astype("float32")
+    c = np.full((BATCH, DIM), 0.5, "float32")
+    want = np.zeros_like(x)
+    for t in reversed(range(STEPS)):
+        c = c * y[t] + x[t]
+        want[t] = c
+    shapes = [(BATCH, DIM), (BATCH, DIM)]
+
+    def run(x, y):
+        init = ops.full((BATCH, DIM), 0.5)
+        if path == "_keras_loop":
+            return loops._keras_loop(
+                _decayed_from_the_end, (x, y), init, shapes, "float32", STEPS, True
+            )
+        return loops.time_loop(_decayed_from_the_end, (x, y), init, shapes, "float32", True)
+
+    fn = jit(run) if path == "jit" else run
+    carry, (states, positions) = to_numpy(fn(ops.convert_to_tensor(x), ops.convert_to_tensor(y)))
+    np.testing.assert_allclose(states, want, rtol=1e-5)
+    np.testing.assert_allclose(carry, want[0], rtol=1e-5)
+    np.testing.assert_array_equal(positions[:, 0, 0], np.arange(STEPS))
+
+
+def test_empty_inputs_are_named():
+    with pytest.raises(ValueError, match="inputs"):
+        loops.time_loop(_running_sum, (), ops.zeros((BATCH, DIM)), [], "float32")
