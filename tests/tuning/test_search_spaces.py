@@ -70,7 +70,8 @@ def _checked_grid():
 
 
 def _covering(grid):
-    """The fewest combinations, in grid order, in which every value of every argument appears."""
+    """A greedy cover, in grid order: each combination kept adds a value of some argument not
+    seen before, so that every value of every argument appears (not always the fewest)."""
     chosen, seen = [], set()
     for values, arguments in grid:
         new = {(k, v) for k, v in arguments.items()} - seen
