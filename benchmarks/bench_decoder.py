@@ -4,9 +4,13 @@ The model (B=64, S=T=50, LSTM 256, "general" score, attentional output 256, targ
 float32; the encoder outputs are a given random memory `[B, S, 256]` with valid lengths drawn in
 [S/2, S]):
 
-    ids [B, T] → Embedding(500, 256) → AttentionRNN(LuongAttentionCell(LSTMCell(256),
-        LuongAttention("general"), units=256))(embedded, memory, memory_mask=mask)
+    ids [B, T] → AttentionRNN(LuongAttentionCell(LSTMCell(256), LuongAttention("general"),
+        units=256), embedding=Embedding(500, 256))(ids, memory, memory_mask=mask)
         → Dense(500) logits → SparseCategoricalCrossentropy(from_logits=True) → Adam(1e-3)
+
+(the layer embeds the ids itself, so its fused decoder folds the LSTM kernel's input rows into
+the embedding table: V + 1 = 501 table rows instead of B·T = 3,200 embedded rows; the same
+function as embedding first, with less arithmetic, see below).
 
 One train step = forward, loss, backward, Adam update. Our contenders (jit_compile off and on):
 
@@ -14,6 +18,8 @@ One train step = forward, loss, backward, Adam update. Our contenders (jit_compi
   `model.train_on_batch` (the path a Keras user takes);
 - `ours tf.function`: the same model in a hand-written `tf.function(jit_compile=False|True)`
   (`GradientTape`, `optimizer.apply_gradients`), exactly the step the tfa script runs.
+- `ours tf.function, embedding first` (`--embedded-first`): the same model with the
+  `Embedding` layer before `AttentionRNN` (vectors in: no fold), what the fold gains.
 - `ours tf.function, stepped cell` (`--stepped`): the same with the fused decoder turned off
   (`AttentionRNN` steps the cell and differentiates the loop automatically, as for any other
   cell): what the fused forward/backward of `cells/_fused_luong.py` gains.
@@ -42,9 +48,11 @@ u = 256 attentional output, V = 500). Forward:
 and the step counts 3× the forward (forward + the two products of the backward pass per
 matmul; the gradients that are not needed, e.g. of the memory, make this a slight overcount).
 Elementwise work (gates, softmax, loss, Adam) is left out. At the default sizes that is
-7.27 GFLOP forward, 21.8 GFLOP per step. The yardstick is an N×N×N float32 matmul (N=2048,
-2·N³ FLOPs) timed in the same rounds in this process (TF 2.21); "% of matmul" is the step's
-GFLOP/s over it.
+7.27 GFLOP forward, 21.8 GFLOP per step. The count is that of embedding first, for every
+contender (GFLOP/s is "this work per second"): with the table folded ours does
+3·2·(B·T − V − 1)·d_y·4·d_s = 4.25 GFLOP less (17.6 GFLOP a step). The yardstick is an
+N×N×N float32 matmul (N=2048, 2·N³ FLOPs) timed in the same rounds in this process (TF 2.21);
+"% of matmul" is the step's GFLOP/s over it.
 
 Method: every contender is built, traced/compiled and warmed up (`--warmup` steps) first;
 `inner` (steps per timed block) is calibrated so a block lasts about `--block-seconds`. Then
@@ -115,15 +123,20 @@ def make_data(B, T, S, d, vocab, seed=0):
     return ids, targets, memory, mask
 
 
-def build_model(T, S, d, vocab) -> keras.Model:
+def build_model(T, S, d, vocab, embedded_first=False) -> keras.Model:
     ids = keras.Input((T,), dtype="int32", name="ids")
     memory = keras.Input((S, d), name="memory")
     memory_mask = keras.Input((S,), dtype="bool", name="memory_mask")
-    embedded = keras.layers.Embedding(vocab, d, name="embedding")(ids)
+    embedding = keras.layers.Embedding(vocab, d, name="embedding")
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(d), LuongAttention("general"), attention_layer_size=d
     )
-    states = AttentionRNN(cell, name="decoder")(embedded, memory, memory_mask=memory_mask)
+    if embedded_first:  # vectors in: the fused decoder cannot fold the table
+        rnn = AttentionRNN(cell, name="decoder")
+        states = rnn(embedding(ids), memory, memory_mask=memory_mask)
+    else:  # ids in: the layer embeds them (and folds W_y into the table)
+        rnn = AttentionRNN(cell, embedding=embedding, name="decoder")
+        states = rnn(ids, memory, memory_mask=memory_mask)
     logits = keras.layers.Dense(vocab, name="logits")(states)
     return keras.Model([ids, memory, memory_mask], logits, name="luong_decoder")
 
@@ -138,6 +151,11 @@ def build_plain_model(T, S, d, vocab) -> keras.Model:
     states = keras.layers.LSTM(d, return_sequences=True, name="decoder")(embedded)
     logits = keras.layers.Dense(vocab, name="logits")(states)
     return keras.Model([ids, memory, memory_mask], logits, name="plain_lstm_decoder")
+
+
+def build_embedded_first_model(T, S, d, vocab) -> keras.Model:
+    """Ours with the `Embedding` before `AttentionRNN` (`--embedded-first`): no fold."""
+    return build_model(T, S, d, vocab, embedded_first=True)
 
 
 def build_stepped_model(T, S, d, vocab) -> keras.Model:
@@ -192,7 +210,7 @@ def function_step(T, S, d, vocab, jit, data, build=None) -> tuple[Callable, kera
 @dataclass
 class Case:
     name: str
-    contender: str  # "ours" | "stepped" | "plain" | "tfa" | "matmul"
+    contender: str  # "ours" | "unfolded" | "stepped" | "plain" | "tfa" | "matmul"
     jit: bool | None
     flops: float
     run: Callable | None = field(default=None, repr=False)  # one step; returns loss
@@ -275,7 +293,7 @@ def warm_and_calibrate(case, worker, warmup, block_seconds) -> None:
 
 def interleaved(cases: list[Case]) -> list[Case]:
     """Ours (and the plain-LSTM floor) and tfa alternating (ours, tfa, ours, ...), then the rest."""
-    ours = [c for c in cases if c.contender in ("ours", "stepped", "plain")]
+    ours = [c for c in cases if c.contender in ("ours", "unfolded", "stepped", "plain")]
     tfa = [c for c in cases if c.contender == "tfa"]
     order = []
     while ours or tfa:
@@ -512,6 +530,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="also time ours with the fused decoder off (the cell stepped, autodiff)",
     )
+    parser.add_argument(
+        "--embedded-first",
+        action="store_true",
+        help="also time ours with the Embedding before AttentionRNN (no table fold)",
+    )
     parser.add_argument("--matmul-n", type=int, default=None)
     parser.add_argument(
         "--scan-lengths",
@@ -580,7 +603,13 @@ def start_tfa_worker(cfg: dict) -> tuple:
 
 
 def build_cases(
-    cfg: dict, data, flops: float, worker, no_plain: bool, stepped: bool = False
+    cfg: dict,
+    data,
+    flops: float,
+    worker,
+    no_plain: bool,
+    stepped: bool = False,
+    embedded_first: bool = False,
 ) -> tuple:
     """Ours (fit and tf.function), tfa's (in its worker), the plain LSTM floor, each without
     and with XLA, then the matmul reference; ours' weight count and initial losses."""
@@ -598,6 +627,9 @@ def build_cases(
             initial_losses["ours"] = float(
                 keras.losses.SparseCategoricalCrossentropy(from_logits=True)(data[1], logits)
             )
+        if embedded_first:
+            run, _ = function_step(T, S, d, V, jit, data, build=build_embedded_first_model)
+            cases.append(Case("ours tf.function, embedding first", "unfolded", jit, flops, run))
         if stepped:
             run, _ = function_step(T, S, d, V, jit, data, build=build_stepped_model)
             cases.append(Case("ours tf.function, stepped cell", "stepped", jit, flops, run))
@@ -754,6 +786,16 @@ def time_ratios(cases: list[Case]) -> dict:
                 f"ours tf.function / plain LSTM (jit {'on' if jit else 'off'}): {ratio:.2f}× "
                 "the time (median of per-round ratios; the attention's cost; goal <= 1.5×)"
             )
+    for jit in (False, True):
+        ours = next((c for c in cases if c.name == "ours tf.function" and c.jit is jit), None)
+        unfolded = next((c for c in cases if c.contender == "unfolded" and c.jit is jit), None)
+        if ours and unfolded and ours.times and unfolded.times:
+            ratio = C.median([u / o for o, u in zip(ours.times, unfolded.times, strict=True)])
+            floor_ratios[f"fold_gain_jit={jit}"] = ratio
+            print(
+                f"embedding first / ids in (jit {'on' if jit else 'off'}): {ratio:.2f}× "
+                "(what folding W_y into the table gains; median of per-round ratios)"
+            )
     best = {}
     for contender in ("ours", "tfa"):
         timed = [c for c in cases if c.contender == contender and c.times]
@@ -781,7 +823,7 @@ def main(argv=None) -> dict:
     data = make_data(B, T, S, d, V)
     worker, tfa_info = start_tfa_worker(cfg)
     cases, n_weights, initial_losses = build_cases(
-        cfg, data, flops, worker, args.no_plain, args.stepped
+        cfg, data, flops, worker, args.no_plain, args.stepped, args.embedded_first
     )
 
     info = C.machine_info()

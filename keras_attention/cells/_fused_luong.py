@@ -38,6 +38,13 @@ then, after the loop (sums over steps and rows): `dy = dz W_yᵀ`, `db = Σ dz`,
 `dW_v = Σ Vᵀ dP`, `dV = dP W_vᵀ`, `dK_b = Σ_t h'_tᵀ ds_t`. Padded decoder steps (`step_valid`
 false) keep the state and output zeros, so their backward step passes the state gradients
 through unchanged.
+
+Given token ids and their embedding table `E` `[V, d_y]` instead of `y`, and when `V + 1 <= T·B`
+(the extra row: the zero vector that ids outside the table read), the `y` rows of the kernel are
+folded into the table: `x_t = (E W_y)[id_t] + b`, one `[V + 1, d_y] × [d_y, 4 d]` product
+instead of a `[T·B, d_y]` one; after the loop `D = Σ_{(t, b): id = v} dz` (a segment sum per
+token), `dW_y = Eᵀ D` and `dE = D W_yᵀ` replace `Σ yᵀ dz`, `dy = dz W_yᵀ` and the embedding's
+scatter of `dy`. Three `T·B`-row products become three `V`-row ones.
 """
 
 from __future__ import annotations
@@ -101,11 +108,13 @@ def luong_lstm_sequence(
     memory_mask,
     step_mask,
     tanh_output: bool,
+    embeddings=None,
 ):
     """Run the decoder over all steps; differentiable (custom gradient) on TensorFlow and JAX.
 
     Args:
-        sequences: `[T, B, d_y]`, the decoder inputs (time first).
+        sequences: `[T, B, d_y]`, the decoder inputs (time first); with `embeddings`, the
+            token ids `[T, B]` (integers) whose embeddings they are.
         states: `[h, c, f]`, `[B, d]`, `[B, d]`, `[B, a]`.
         kernel: The LSTM kernel `[W_y; F]`, `[d_y + a, 4 d]` (the rows of `y`, then those of
             the fed vector).
@@ -117,11 +126,17 @@ def luong_lstm_sequence(
         memory_mask: Boolean `[B, S]` or `None`.
         step_mask: Boolean `[T, B]` or `None`.
         tanh_output: Whether `f' = tanh([h'; ctx] W_c)` (else no activation).
+        embeddings: `None`, or the embedding table `[V, d_y]` that `sequences` index (an id
+            outside `[0, V)` reads as a zero vector). When `V + 1 <= T·B`, the LSTM kernel's
+            `y` rows are folded into the table, `x_t = (E W_y)[id] + b`: one `[V + 1, d_y] ×
+            [d_y, 4 d]` product instead of `T·B` rows, and the same saving in the backward
+            pass (`d(E W_y)` is the per-token sum of `dz`). Otherwise the ids are looked up
+            first. The table gets its gradient either way.
 
     Returns:
         `(outputs [T, B, a], weights [T, B, S], [h, c, f] final)`.
     """
-    dtype = sequences.dtype
+    dtype = value.dtype
     batch, length = ops.shape(value)[0], ops.shape(value)[1]
     memory_valid = (
         ops.ones((batch, length), dtype) if memory_mask is None else ops.cast(memory_mask, dtype)
@@ -131,13 +146,82 @@ def luong_lstm_sequence(
         ops.ones((steps, batch), dtype) if step_mask is None else ops.cast(step_mask, dtype)
     )
     masked = step_mask is not None
-    run = keras.ops.custom_gradient(
-        lambda *args: _forward(*args, tanh_output=tanh_output, masked=masked)
-    )
     weights_in = (kernel, recurrent_kernel, bias, attention_kernel)
     args = (sequences, *states, *weights_in, keys, value, memory_valid, step_valid)
+    if embeddings is None:
+        run = keras.ops.custom_gradient(
+            lambda *args: _forward(*args, tanh_output=tanh_output, masked=masked)
+        )
+    else:
+        # The ids travel as floats (exact below 2**24, which `AttentionRNN` checks): a
+        # custom gradient's inputs all get a cotangent, which JAX refuses for integers.
+        vocabulary = embeddings.shape[0]
+        ids = ops.convert_to_tensor(sequences)
+        valid = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary))
+        ids = ops.cast(ops.where(valid, ids, vocabulary), dtype)  # V: the zero row
+        run = keras.ops.custom_gradient(
+            lambda table, *args: _forward_ids(table, *args, tanh_output=tanh_output, masked=masked)
+        )
+        args = (embeddings, ids, *args[1:])
     outputs, weights, h, c, f = run(*(_tensor(x) for x in args))
     return outputs, weights, [h, c, f]
+
+
+def _forward_ids(embeddings, ids, *args, tanh_output, masked):
+    """`_forward` over token ids into `embeddings` (see `luong_lstm_sequence`)."""
+    dtype = keras.backend.standardize_dtype(embeddings.dtype)
+    rows = embeddings.shape[-1]
+    table = ops.concatenate([embeddings, ops.zeros((1, rows), dtype)], axis=0)  # [V + 1, d_y]
+    ids = ops.cast(ids, "int32")
+    W = args[3]
+    W_y = W[:rows]
+    steps, batch = ops.shape(ids)[0], ops.shape(ids)[1]
+    entries = table.shape[0]
+    if isinstance(steps, int) and isinstance(batch, int):
+        fold = entries <= steps * batch
+    else:
+        fold = ops.less_equal(entries, steps * batch)
+
+    def folded_inputs():
+        return ops.take(matmul(table, W_y), ids, axis=0)  # [T, B, 4 d]
+
+    def looked_up_inputs():
+        return matmul(ops.take(table, ids, axis=0), W_y)
+
+    projected = _either(fold, folded_inputs, looked_up_inputs)
+    result, grad = _forward(
+        projected, *args, tanh_output=tanh_output, masked=masked, projected=True
+    )
+
+    def grad_ids(*upstream):
+        d_projected, *rest = grad(*upstream)  # d_projected: dz [T, B, 4 d]
+        d_W = rest[3]
+        dz_rows = ops.reshape(d_projected, (-1, d_projected.shape[-1]))
+        id_rows = ops.reshape(ids, (-1,))
+
+        def folded_grads():  # d(E W_y) = the per-token sums of dz
+            d_product = ops.segment_sum(dz_rows, id_rows, num_segments=entries)
+            return matmul(d_product, ops.transpose(W_y)), matmul(ops.transpose(table), d_product)
+
+        def looked_up_grads():
+            y_rows = ops.take(table, id_rows, axis=0)
+            d_y = matmul(dz_rows, ops.transpose(W_y))
+            return ops.segment_sum(d_y, id_rows, num_segments=entries), matmul(
+                ops.transpose(y_rows), dz_rows
+            )
+
+        d_table, d_W_y = _either(fold, folded_grads, looked_up_grads)
+        rest[3] = ops.concatenate([d_W_y, d_W[rows:]], axis=0)
+        return (d_table[:-1], ops.zeros_like(ids, dtype=dtype), *rest)
+
+    return result, grad_ids
+
+
+def _either(pred, true_fn, false_fn):
+    """`true_fn()` or `false_fn()`: chosen here when `pred` is a Python bool, else `ops.cond`."""
+    if isinstance(pred, bool):
+        return true_fn() if pred else false_fn()
+    return ops.cond(pred, true_fn, false_fn)
 
 
 def _forward(
@@ -156,10 +240,18 @@ def _forward(
     *,
     tanh_output,
     masked,
+    projected=False,
 ):
-    units, rows = h0.shape[-1], sequences.shape[-1]
+    """The forward pass and its gradient function. With `projected`, `sequences` is already
+    `y W_y` `[T, B, 4 d]` (the caller differentiates that product) and its gradient is `dz`,
+    with zeros for the `W_y` rows of the kernel's gradient."""
+    units = h0.shape[-1]
+    rows = W.shape[0] - f0.shape[-1]  # the rows of the kernel that see y
     W_y, F = W[:rows], W[rows:]
-    inputs = matmul(sequences, W_y) + b  # [T, B, 4 d]: the part of z that sees y, at once
+    if projected:
+        inputs = sequences + b
+    else:
+        inputs = matmul(sequences, W_y) + b  # [T, B, 4 d]: the part of z that sees y, at once
     W_r = ops.concatenate([U, F], axis=0)
     W_h, W_v = W_c[:units], W_c[units:]
     # The context's share of W_c, once per sequence: ctx W_v = α (V W_v).
@@ -251,13 +343,13 @@ def _forward(
         h_prev = ops.concatenate([ops.expand_dims(h0, 0), hs[:-1]], axis=0)
         f_prev = ops.concatenate([ops.expand_dims(f0, 0), fs[:-1]], axis=0)
         dz_rows = rows(dz)
-        d_W = ops.concatenate(
-            [
-                matmul(ops.transpose(rows(sequences)), dz_rows),
-                matmul(ops.transpose(rows(f_prev)), dz_rows),
-            ],
-            axis=0,
-        )
+        d_F = matmul(ops.transpose(rows(f_prev)), dz_rows)
+        if projected:  # (the caller adds the y rows' gradient)
+            d_W = ops.concatenate([ops.zeros_like(W_y), d_F], axis=0)
+            d_sequences = dz
+        else:
+            d_W = ops.concatenate([matmul(ops.transpose(rows(sequences)), dz_rows), d_F], axis=0)
+            d_sequences = matmul(dz, ops.transpose(W_y))
         d_U = matmul(ops.transpose(rows(h_prev)), dz_rows)
         # Sums over the steps t of [T, B, ...] products: batched over B, contracted over T.
         by_row = (1, 0, 2)
@@ -272,7 +364,7 @@ def _forward(
         d_keys = matmul(ops.transpose(hs, (1, 2, 0)), ops.transpose(ds, by_row))
         d_value = matmul(d_value_out, ops.transpose(W_v))
         return (
-            matmul(dz, ops.transpose(W_y)),
+            d_sequences,
             dh0,
             dc0,
             df0,

@@ -41,6 +41,16 @@ class AttentionRNN(keras.layers.Layer):
     (`keras_attention.models.ScheduledSampling`) can `assign` between epochs. Outside training
     the layer always teacher-forces, and `p = 0` gives exactly the teacher-forced outputs.
 
+    Token ids in: with an `embedding` (given to the constructor, or to `call` by a model that
+    owns one, as `Seq2Seq` does), `sequences` may be the integer target ids `[B, T]` themselves;
+    the layer embeds them (an id outside `[0, V)` reads as a zero vector) and takes the mask
+    from the embedding (`mask_zero=True`) when none is given. For the common Luong decoder (the
+    fused path, `docs/design.md` §2.7) over a plain `keras.layers.Embedding` this lets the
+    layer fold the LSTM kernel's input rows into the embedding table when the vocabulary is
+    smaller than the batch's `B·T` tokens (`(E W_y)[id]`: a `[V, 4 d]` table instead of a
+    `[B·T, d_y] × [d_y, 4 d]` product, forward and backward). The results are those of
+    embedding first, to float round-off.
+
     Args:
         cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
         return_sequences: Return the output of every step `[B, T, d]` rather than of the last
@@ -57,10 +67,14 @@ class AttentionRNN(keras.layers.Layer):
             `[START]`, which a decoder never predicts in a target. `Seq2Seq` excludes its
             padding id 0 and its `start_id`. Defaults to `None` (none excluded).
         seed: Seed of the scheduled-sampling draws. Defaults to `None`.
+        embedding: A layer mapping token ids to decoder inputs (e.g.
+            `keras.layers.Embedding(V, d_y, mask_zero=True)`), owned by this layer: `sequences`
+            are then integer ids `[B, T]`. Defaults to `None` (`sequences` are vectors).
         **kwargs: Base layer arguments.
 
     Call arguments:
-        sequences: Decoder inputs `[B, T, d_y]` (the embedded previous target tokens).
+        sequences: Decoder inputs `[B, T, d_y]` (the embedded previous target tokens), or their
+            integer ids `[B, T]` when there is an `embedding` (the layer's or the call's).
         memory: Encoder outputs `[B, S, d_h]`.
         memory_mask: Boolean `[B, S]`; filled from the Keras mask of `memory`
             (`Embedding(mask_zero=True)` on the source). Defaults to `None`.
@@ -69,8 +83,9 @@ class AttentionRNN(keras.layers.Layer):
         mask: Boolean `[B, T]` decoder mask; padded steps keep the state and output zeros.
             Filled from the Keras mask of `sequences`. Defaults to `None`.
         training: Whether dropout (and scheduled sampling) is active. Defaults to `None`.
-        embedding: With scheduled sampling: maps token ids `[B]` to `[B, d_y]`, the layer
-            that made `sequences`. Defaults to `None`.
+        embedding: Maps token ids to decoder inputs: the layer that made `sequences`, needed
+            with scheduled sampling (it embeds the fed-back tokens), or the one that embeds
+            `sequences` given as ids. Defaults to `None` (the layer's own `embedding`).
         output_layer: With scheduled sampling: maps outputs `[B, d]` to logits `[B, V]`.
             Defaults to `None`.
 
@@ -87,6 +102,13 @@ class AttentionRNN(keras.layers.Layer):
     >>> outputs, weights, h, c, attentional = rnn(np.ones((2, 4, 3)), np.ones((2, 6, 8)))
     >>> tuple(outputs.shape), tuple(weights.shape), tuple(attentional.shape)
     ((2, 4, 8), (2, 4, 6), (2, 8))
+
+    Token ids in, with the layer's own embedding:
+
+    >>> rnn = AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(8), LuongAttention()),
+    ...                    embedding=keras.layers.Embedding(20, 3, mask_zero=True))
+    >>> tuple(rnn(np.array([[4, 7, 0], [2, 0, 0]]), np.ones((2, 6, 8))).shape)
+    (2, 3, 8)
     """
 
     def __init__(
@@ -99,9 +121,16 @@ class AttentionRNN(keras.layers.Layer):
         sampling_mode: str = "sample",
         seed: int | None = None,
         sampling_excluded_tokens: Any = None,
+        embedding: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if embedding is not None and not isinstance(embedding, keras.layers.Layer):
+            raise TypeError(
+                "`embedding` must be None or a Keras layer mapping token ids to vectors (e.g. "
+                f"keras.layers.Embedding). Received: embedding={embedding!r}"
+            )
+        self.embedding = embedding
         if not isinstance(cell, BaseAttentionCell):
             raise TypeError(
                 "`cell` must be a BahdanauAttentionCell or LuongAttentionCell (wrap your Keras "
@@ -136,6 +165,10 @@ class AttentionRNN(keras.layers.Layer):
                     f"Layer {self.name} needs `sequences` [batch, steps, dim] and `memory` "
                     f"[batch, memory_steps, dim] tensors. Received: {name}=None"
                 )
+        if self.embedding is not None and len(sequences_shape) == 2:  # token ids
+            if not self.embedding.built:
+                self.embedding.build(tuple(sequences_shape))
+            sequences_shape = tuple(self.embedding.compute_output_shape(tuple(sequences_shape)))
         check_rank(self.name, "sequences", sequences_shape, (3,))
         if not self.cell.built:
             self.cell.build(tuple(sequences_shape), tuple(memory_shape))
@@ -161,6 +194,21 @@ class AttentionRNN(keras.layers.Layer):
     ):
         check_rank(self.name, "memory", memory.shape, (3,))
         mask = sequences_mask if mask is None else mask
+        embedding = self.embedding if embedding is None else embedding
+        ids = None
+        if _are_ids(sequences):
+            ids = sequences
+            if embedding is None:
+                raise ValueError(
+                    f"Layer {self.name} got integer `sequences` (token ids) without an "
+                    "`embedding` to embed them: pass AttentionRNN(..., embedding=...) or "
+                    f"call(..., embedding=...). Received: sequences with dtype {ids.dtype} "
+                    f"and shape {tuple(ids.shape)}"
+                )
+            check_rank(self.name, "sequences", ids.shape, (2,))
+            if mask is None and hasattr(embedding, "compute_mask"):
+                mask = embedding.compute_mask(ids)
+            sequences = embed_ids(embedding, ids)
         check_mask("mask", mask, sequences, "sequences")
         check_mask("memory_mask", memory_mask, memory, "memory")
         batch = ops.shape(sequences)[0]
@@ -186,6 +234,9 @@ class AttentionRNN(keras.layers.Layer):
         if self._sampling is not None and training:
             sampler = self._sampler(sequences, embedding, output_layer)
         if fusable(self, cell, sampler, training):
+            if ids is not None and _foldable(embedding, cell):
+                ids_t = ops.transpose(ids, (1, 0))  # [T, B]
+                return self._fused_call(ids_t, states, prepared, step_mask, embedding)
             return self._fused_call(sequences_t, states, prepared, step_mask)
         inputs = cell.project_inputs(sequences_t)  # [T, B, .]
 
@@ -239,9 +290,11 @@ class AttentionRNN(keras.layers.Layer):
             result.extend(states)
         return result[0] if len(result) == 1 else result
 
-    def _fused_call(self, sequences, states, prepared, step_mask):
-        """The whole sequence in one `luong_lstm_sequence` (see `cells._fused_luong`)."""
+    def _fused_call(self, sequences, states, prepared, step_mask, embedding=None):
+        """The whole sequence in one `luong_lstm_sequence` (see `cells._fused_luong`);
+        with `embedding`, `sequences` are the token ids `[T, B]` into its table."""
         cell = self.cell
+        table = None if embedding is None else cell._weight(embedding.embeddings)
         lstm = cell.cell
         memory = prepared.attentions[0]
         outputs, weights, states = luong_lstm_sequence(
@@ -256,6 +309,7 @@ class AttentionRNN(keras.layers.Layer):
             memory.mask,
             step_mask,
             tanh_output=cell.attention_activation is keras.activations.tanh,
+            embeddings=table,
         )
         if self.return_attention_scores:
             weights = ops.transpose(weights, (1, 0, 2))
@@ -301,6 +355,9 @@ class AttentionRNN(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
+        if mask is None and self.embedding is not None and _are_ids(inputs):
+            if hasattr(self.embedding, "compute_mask"):
+                mask = self.embedding.compute_mask(inputs)
         out_mask = mask if self.return_sequences else None
         masks = [out_mask] + [out_mask] * self.return_attention_scores
         if self.return_state:
@@ -317,6 +374,8 @@ class AttentionRNN(keras.layers.Layer):
                 "return_attention_scores": self.return_attention_scores,
             }
         )
+        if self.embedding is not None:  # (absent: older configs stay identical)
+            config["embedding"] = keras.saving.serialize_keras_object(self.embedding)
         if self._sampling is not None:
             probability = self.sampling_probability
             if probability is not None:  # its current value (what a schedule set)
@@ -336,7 +395,46 @@ class AttentionRNN(keras.layers.Layer):
     def from_config(cls, config: dict):
         config = copy.deepcopy(config)  # deserializers may pop keys (StackedRNNCells does)
         config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+        if config.get("embedding") is not None:
+            config["embedding"] = keras.saving.deserialize_keras_object(config["embedding"])
         return cls(**config)
+
+
+def embed_ids(embedding, ids):
+    """`embedding(ids)`, with an id outside `[0, input_dim)` of a `keras.layers.Embedding`
+    read as a zero vector: the same finite result on every backend (Keras' `Embedding`
+    raises on TensorFlow and PyTorch and gives NaN on JAX). The step keeps its mask (it is
+    not padding). Other layers are called as they are."""
+    vocabulary = getattr(embedding, "input_dim", None)
+    if not isinstance(embedding, keras.layers.Embedding) or vocabulary is None:
+        return embedding(ids)
+    valid = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary))
+    vectors = embedding(ops.where(valid, ids, ops.zeros_like(ids)))
+    return vectors * ops.cast(ops.expand_dims(valid, -1), vectors.dtype)
+
+
+def _are_ids(x) -> bool:
+    """Whether `x` is an integer tensor (token ids)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return False
+    return keras.backend.standardize_dtype(dtype).startswith(("int", "uint"))
+
+
+def _foldable(embedding, cell) -> bool:
+    """Whether the fused decoder may read `embedding`'s table itself (and fold the LSTM's
+    input kernel into it): a plain, unquantized `keras.layers.Embedding` in the cell's dtype,
+    small enough for its ids to travel as exact floats."""
+    if type(embedding) is not keras.layers.Embedding or not embedding.built:
+        return False
+    if getattr(embedding, "quantization_mode", None) or getattr(embedding, "lora_enabled", False):
+        return False
+    dtype = keras.backend.standardize_dtype(cell.compute_dtype)
+    exact = 2**24 if dtype == "float32" else 2**53
+    return (
+        keras.backend.standardize_dtype(embedding.compute_dtype) == dtype
+        and embedding.input_dim + 1 < exact
+    )
 
 
 class _ScheduledSampler:

@@ -4,7 +4,7 @@ outside the vocabulary, and the one padding step a source with no steps becomes.
 Out-of-vocabulary ids (docs/design.md §6, "Out-of-vocabulary ids"): with an `oov_id` they are
 mapped to it inside the model (`map_out_of_vocabulary`); without one, host data (NumPy arrays,
 lists) is checked before anything runs (`check_host_ids`), and a backend tensor that is not read
-back embeds such an id as a zero vector, on every backend (`embed`).
+back embeds such an id as a zero vector, on every backend (`cells.attention_rnn.embed_ids`).
 """
 
 from __future__ import annotations
@@ -56,15 +56,6 @@ def map_out_of_vocabulary(ids, vocabulary_size: int, oov_id: int | None):
     ids = ops.convert_to_tensor(ids)
     valid = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary_size))
     return ops.where(valid, ids, ops.full_like(ids, oov_id))
-
-
-def embed(embedding, ids):
-    """`embedding(ids)` with an id outside `[0, input_dim)` read as a zero vector: the same
-    finite result on every backend (Keras' `Embedding` raises on TensorFlow and PyTorch and
-    gives NaN on JAX). The step keeps its mask (it is not padding)."""
-    valid = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, embedding.input_dim))
-    vectors = embedding(ops.where(valid, ids, ops.zeros_like(ids)))
-    return vectors * ops.cast(ops.expand_dims(valid, -1), vectors.dtype)
 
 
 def at_least_one_step(source_ids):

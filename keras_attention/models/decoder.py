@@ -14,6 +14,7 @@ from keras_attention._validation import (
     check_probability,
 )
 from keras_attention.cells import AttentionRNN, BahdanauAttentionCell, LuongAttentionCell
+from keras_attention.cells.attention_rnn import embed_ids as embed
 from keras_attention.decoding import make_step_fn
 from keras_attention.layers import (
     AdditiveAttention,
@@ -22,7 +23,6 @@ from keras_attention.layers import (
     LuongAttention,
     LuongMonotonicAttention,
 )
-from keras_attention.models._inputs import embed
 from keras_attention.models._options import ATTENTION_TYPES, HANDOVERS, ConfigLayer
 
 
@@ -218,12 +218,15 @@ class Seq2SeqDecoder(ConfigLayer):
         training=None,
         return_attention_scores=False,
     ):
-        x = self.dropout_layer(embed(self.embedding, target_ids), training=training)
         mask = ops.not_equal(target_ids, 0)
         states = self.initial_state(encoder_states or [], ops.shape(target_ids)[0])
-        feed_back = {}
+        feed_back = {"embedding": self.embedding}
+        if self.dropout and training:
+            x = self.dropout_layer(embed(self.embedding, target_ids), training=training)
+        else:  # the ids themselves: the fused decoder may fold its input kernel into the table
+            x = ops.cast(target_ids, "int32")
         if self.scheduled_sampling is not None:
-            feed_back = {"embedding": self.embedding, "output_layer": self.projection}
+            feed_back["output_layer"] = self.projection
         outputs, alignments = self.rnn_layer(
             x,
             memory,

@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention._validation import check_flag
-from keras_attention.models._inputs import embed
+from keras_attention.cells.attention_rnn import embed_ids as embed
 from keras_attention.models._options import ConfigLayer
 
 

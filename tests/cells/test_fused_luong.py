@@ -268,3 +268,194 @@ def test_one_xla_train_step_equals_the_stepped_loop():
     np.testing.assert_allclose(loss_b, loss_a, rtol=1e-6)
     for a, b in zip(weights_a, weights_b):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ token ids in
+def _ids_rnn(vocabulary):
+    cell = _rnn().cell
+    embedding = keras.layers.Embedding(vocabulary, D_Y, mask_zero=True)
+    return AttentionRNN(
+        cell, return_attention_scores=True, return_state=True, embedding=embedding, name="decoder"
+    )
+
+
+def _ids(rng, vocabulary):
+    ids = rng.integers(1, vocabulary, size=(B, T)).astype("int32")
+    ids[1, 3:] = 0  # padding: masked through the embedding's mask_zero
+    ids[2, 1] = vocabulary + 2  # outside the table: a zero vector, the step kept
+    ids[0, 2] = -1
+    return ids
+
+
+def _through_ids(rnn, ids, memory, memory_mask, h0, c0, upstream, as_ids):
+    """Outputs and gradients (w.r.t. every weight, the table included) of the layer given the
+    ids, or given the vectors `embed_ids` makes from them (the stepped loop: the reference)."""
+    from keras_attention.cells.attention_rnn import embed_ids
+
+    rnn._allow_fused = as_ids
+
+    def run():
+        if as_ids:
+            return rnn(ids, memory, memory_mask=memory_mask, initial_state=[h0, c0])
+        return rnn(
+            embed_ids(rnn.embedding, ids), memory, memory_mask=memory_mask,
+            mask=ids != 0, initial_state=[h0, c0],
+        )  # fmt: skip
+
+    def loss_fn():
+        return sum(ops.sum(ops.multiply(o, u)) for o, u in zip(run(), upstream))
+
+    outputs = [to_numpy(o) for o in run()]
+    _, grads = value_and_grad(loss_fn, list(rnn.trainable_weights))
+    return outputs, grads
+
+
+@pytest.mark.parametrize(
+    "vocabulary, folded",
+    [(9, True), (40, False)],
+    ids=["table-folded (V+1 <= B*T)", "looked-up (V+1 > B*T)"],
+)
+def test_token_ids_equal_embedding_first(vocabulary, folded, monkeypatch):
+    """Ids in (the table folded into the LSTM's input kernel, or looked up first) give the
+    stepped loop's outputs and gradients over the embedded ids, on every backend."""
+    from keras_attention.cells import _fused_luong
+
+    choices = []
+    either = _fused_luong._either
+    monkeypatch.setattr(
+        _fused_luong, "_either", lambda p, a, b: choices.append(p) or either(p, a, b)
+    )
+    rng = np.random.default_rng(3)
+    _, memory, memory_mask, _, h0, c0 = _inputs(rng)
+    ids = _ids(rng, vocabulary)
+    rnn = _ids_rnn(vocabulary)
+    rnn(ids, memory)
+    randomize_weights(rnn, rng)
+    size = rnn.cell.output_size
+    shapes = [(B, T, size), (B, T, S), (B, UNITS), (B, UNITS), (B, size)]
+    upstream = [rng.normal(size=s).astype("float32") for s in shapes]
+    want, want_grads = _through_ids(rnn, ids, memory, memory_mask, h0, c0, upstream, False)
+    choices.clear()
+    got, got_grads = _through_ids(rnn, ids, memory, memory_mask, h0, c0, upstream, True)
+    if BACKEND in FUSED_BACKENDS:
+        assert choices and all(c is folded for c in choices), choices
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert got[0][1, 3:].max() == got[0][1, 3:].min() == 0.0  # padded steps: zeros
+    assert len(got_grads) == len(want_grads) == len(rnn.trainable_weights)
+    for g, w in zip(got_grads, want_grads):
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * np.abs(w).max())
+    table = got_grads[[w.path for w in rnn.trainable_weights].index(rnn.embedding.embeddings.path)]
+    unused = np.setdiff1d(np.arange(vocabulary), ids)
+    assert np.all(table[unused] == 0.0) and np.all(table[0] == 0.0)  # (id 0: padding only)
+
+
+@needs_fused
+def test_token_ids_fold_decided_at_run_time_when_shapes_are_unknown():
+    """A TensorFlow graph traced with unknown batch and length chooses fold or look-up with
+    `ops.cond`; both give the eager result."""
+    if BACKEND != "tensorflow":
+        pytest.skip("JAX always traces static shapes")
+    import tensorflow as tf
+
+    rng = np.random.default_rng(4)
+    _, memory, memory_mask, _, h0, c0 = _inputs(rng)
+    vocabulary = 9
+    rnn = _ids_rnn(vocabulary)
+    rnn(_ids(rng, vocabulary), memory)
+    randomize_weights(rnn, rng)
+    spec = [
+        tf.TensorSpec((None, None), "int32"),
+        tf.TensorSpec((None, S, D_H), "float32"),
+        tf.TensorSpec((None, S), "bool"),
+    ]
+
+    @tf.function(input_signature=spec)
+    def traced(ids, memory, memory_mask):
+        with tf.GradientTape() as tape:
+            out = rnn(ids, memory, memory_mask=memory_mask)[0]
+            loss = tf.reduce_sum(out * out)
+        return out, tape.gradient(loss, rnn.embedding.embeddings.value)
+
+    for batch, steps in ((B, T), (1, 2)):  # B·T = 15 >= V + 1 (fold); 2 < V + 1 (look up)
+        ids = _ids(rng, vocabulary)[:batch, :steps]
+        with tf.GradientTape() as tape:
+            want = rnn(ids, memory[:batch], memory_mask=memory_mask[:batch])[0]
+            loss = tf.reduce_sum(want * want)
+        want_grad = tf.convert_to_tensor(tape.gradient(loss, rnn.embedding.embeddings.value))
+        got, got_grad = traced(ids, memory[:batch], memory_mask[:batch])
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(got_grad), to_numpy(want_grad), rtol=1e-4, atol=1e-6)
+
+
+@needs_fused
+def test_one_xla_train_step_with_token_ids_equals_embedding_first():
+    """`fit` under `jit_compile=True` of `AttentionRNN(embedding=...)` over ids: the same loss
+    and weights after one step as the same model embedding first and stepping the cell."""
+    rng = np.random.default_rng(5)
+    _, memory, memory_mask, _, _, _ = _inputs(rng)
+    ids = _ids(rng, 9)
+    targets = rng.integers(0, 5, size=(B, T))
+
+    def model(as_ids):
+        keras.utils.set_random_seed(0)
+        ids_in, m_in = keras.Input((T,), dtype="int32"), keras.Input((S, D_H))
+        m_mask = keras.Input((S,), dtype="bool")
+        embedding = keras.layers.Embedding(9, D_Y, mask_zero=True)
+        cell = LuongAttentionCell(keras.layers.LSTMCell(UNITS), LuongAttention())
+        if as_ids:
+            out = AttentionRNN(cell, embedding=embedding)(ids_in, m_in, memory_mask=m_mask)
+        else:
+            rnn = AttentionRNN(cell)
+            rnn._allow_fused = False
+            out = rnn(embedding(ids_in), m_in, memory_mask=m_mask)
+        m = keras.Model([ids_in, m_in, m_mask], keras.layers.Dense(5)(out))
+        m.compile(
+            keras.optimizers.SGD(0.5),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=True,
+        )
+        return m
+
+    ids = np.where((ids >= 0) & (ids < 9), ids, 3)  # (Keras' own Embedding: ids in range)
+    results = []
+    for as_ids in (False, True):
+        m = model(as_ids)
+        loss = m.train_on_batch([ids, memory, memory_mask], targets)
+        weights = {w.path.split("/")[-1]: to_numpy(w) for w in m.weights}
+        results.append((float(loss), weights))
+    (loss_a, weights_a), (loss_b, weights_b) = results
+    np.testing.assert_allclose(loss_b, loss_a, rtol=1e-6)
+    assert sorted(weights_a) == sorted(weights_b)
+    for name, a in weights_a.items():
+        np.testing.assert_allclose(weights_b[name], a, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_token_ids_layer_serializes_with_its_embedding(tmp_path):
+    rng = np.random.default_rng(6)
+    _, memory, memory_mask, _, _, _ = _inputs(rng)
+    ids = _ids(rng, 9)
+    ids_in, m_in = keras.Input((T,), dtype="int32"), keras.Input((S, D_H))
+    rnn = _ids_rnn(9)
+    out = rnn(ids_in, m_in)
+    model = keras.Model([ids_in, m_in], out[0])
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    layer = loaded.get_layer("decoder")
+    assert isinstance(layer.embedding, keras.layers.Embedding) and layer.embedding.mask_zero
+    np.testing.assert_allclose(
+        to_numpy(loaded([ids, memory])), to_numpy(model([ids, memory])), rtol=1e-6, atol=1e-6
+    )
+    assert "embedding" not in _rnn().get_config()  # configs without one stay as they were
+
+
+def test_token_ids_need_an_embedding():
+    rnn = _rnn()
+    rnn(np.ones((B, T, D_Y), "float32"), np.ones((B, S, D_H), "float32"))
+    with pytest.raises(
+        ValueError, match=r"integer `sequences` \(token ids\) without an `embedding`"
+    ):
+        rnn(np.ones((B, T), "int32"), np.ones((B, S, D_H), "float32"))
+    with pytest.raises(TypeError, match="`embedding` must be None or a Keras layer.*embedding=3"):
+        AttentionRNN(rnn.cell, embedding=3)
