@@ -772,25 +772,36 @@ def print_report(rows: list[list[str]], tfa_matmul, tfa_info, N: int) -> None:
         )
 
 
+def _per_round_ratio(cases: list[Case], numerator: str, denominator: str, jit: bool):
+    """The median over rounds of `numerator`'s time / `denominator`'s (contenders; "ours" is
+    `ours tf.function`) at this jit setting, or `None` when either was not timed."""
+
+    def find(contender):
+        if contender == "ours":
+            return next((c for c in cases if c.name == "ours tf.function" and c.jit is jit), None)
+        return next((c for c in cases if c.contender == contender and c.jit is jit), None)
+
+    top, bottom = find(numerator), find(denominator)
+    if not (top and bottom and top.times and bottom.times):
+        return None
+    return C.median([t / b for t, b in zip(top.times, bottom.times, strict=True)])
+
+
 def time_ratios(cases: list[Case]) -> dict:
-    """Printed and returned: ours / the plain LSTM floor per jit setting, and the fastest
-    ours / the fastest tfa."""
+    """Printed and returned: ours / the plain LSTM floor and embedding first / ours per jit
+    setting, and the fastest ours / the fastest tfa."""
     floor_ratios = {}
     for jit in (False, True):
-        ours = next((c for c in cases if c.name == "ours tf.function" and c.jit is jit), None)
-        plain = next((c for c in cases if c.contender == "plain" and c.jit is jit), None)
-        if ours and plain and ours.times and plain.times:
-            ratio = C.median([o / p for o, p in zip(ours.times, plain.times, strict=True)])
+        ratio = _per_round_ratio(cases, "ours", "plain", jit)
+        if ratio is not None:
             floor_ratios[f"jit={jit}"] = ratio
             print(
                 f"ours tf.function / plain LSTM (jit {'on' if jit else 'off'}): {ratio:.2f}× "
                 "the time (median of per-round ratios; the attention's cost; goal <= 1.5×)"
             )
     for jit in (False, True):
-        ours = next((c for c in cases if c.name == "ours tf.function" and c.jit is jit), None)
-        unfolded = next((c for c in cases if c.contender == "unfolded" and c.jit is jit), None)
-        if ours and unfolded and ours.times and unfolded.times:
-            ratio = C.median([u / o for o, u in zip(ours.times, unfolded.times, strict=True)])
+        ratio = _per_round_ratio(cases, "unfolded", "ours", jit)
+        if ratio is not None:
             floor_ratios[f"fold_gain_jit={jit}"] = ratio
             print(
                 f"embedding first / ids in (jit {'on' if jit else 'off'}): {ratio:.2f}× "

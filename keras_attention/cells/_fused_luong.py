@@ -194,8 +194,7 @@ def _forward_ids(embeddings, ids, *args, tanh_output, masked):
     )
 
     def grad_ids(*upstream):
-        d_projected, *rest = grad(*upstream)  # d_projected: dz [T, B, 4 d]
-        d_W = rest[3]
+        d_projected, *rest = grad(*upstream)  # d_projected: dz [T, B, 4 d]; rest[3]: dF
         dz_rows = ops.reshape(d_projected, (-1, d_projected.shape[-1]))
         id_rows = ops.reshape(ids, (-1,))
 
@@ -211,7 +210,7 @@ def _forward_ids(embeddings, ids, *args, tanh_output, masked):
             )
 
         d_table, d_W_y = _either(fold, folded_grads, looked_up_grads)
-        rest[3] = ops.concatenate([d_W_y, d_W[rows:]], axis=0)
+        rest[3] = ops.concatenate([d_W_y, rest[3]], axis=0)
         return (d_table[:-1], ops.zeros_like(ids, dtype=dtype), *rest)
 
     return result, grad_ids
@@ -243,8 +242,8 @@ def _forward(
     projected=False,
 ):
     """The forward pass and its gradient function. With `projected`, `sequences` is already
-    `y W_y` `[T, B, 4 d]` (the caller differentiates that product) and its gradient is `dz`,
-    with zeros for the `W_y` rows of the kernel's gradient."""
+    `y W_y` `[T, B, 4 d]` (the caller differentiates that product): its gradient is `dz`, and
+    the kernel's gradient holds the `F` rows only."""
     units = h0.shape[-1]
     rows = W.shape[0] - f0.shape[-1]  # the rows of the kernel that see y
     W_y, F = W[:rows], W[rows:]
@@ -344,8 +343,8 @@ def _forward(
         f_prev = ops.concatenate([ops.expand_dims(f0, 0), fs[:-1]], axis=0)
         dz_rows = rows(dz)
         d_F = matmul(ops.transpose(rows(f_prev)), dz_rows)
-        if projected:  # (the caller adds the y rows' gradient)
-            d_W = ops.concatenate([ops.zeros_like(W_y), d_F], axis=0)
+        if projected:  # the F rows only (the caller adds the y rows')
+            d_W = d_F
             d_sequences = dz
         else:
             d_W = ops.concatenate([matmul(ops.transpose(rows(sequences)), dz_rows), d_F], axis=0)

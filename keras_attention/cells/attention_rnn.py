@@ -356,8 +356,7 @@ class AttentionRNN(keras.layers.Layer):
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
         if mask is None and self.embedding is not None and _are_ids(inputs):
-            if hasattr(self.embedding, "compute_mask"):
-                mask = self.embedding.compute_mask(inputs)
+            mask = self.embedding.compute_mask(inputs)  # (a Keras layer: the constructor checks)
         out_mask = mask if self.return_sequences else None
         masks = [out_mask] + [out_mask] * self.return_attention_scores
         if self.return_state:
