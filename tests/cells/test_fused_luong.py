@@ -389,6 +389,48 @@ def test_token_ids_fold_decided_at_run_time_when_shapes_are_unknown():
         np.testing.assert_allclose(to_numpy(got_grad), to_numpy(want_grad), rtol=1e-4, atol=1e-6)
 
 
+def test_token_ids_table_gradient_is_dense_and_summed_on_tensorflow():
+    """On TensorFlow the fused path hands the table one summed row per token (a dense tensor),
+    where the embedding layer's own look-up gives `IndexedSlices` with one slice per read. Keras'
+    Adam squares those slices one by one (a row read twice gets `g1**2 + g2**2` as its second
+    moment), so the two forms take different Adam steps; the dense one is Adam's, and the one
+    JAX and PyTorch take."""
+    if BACKEND != "tensorflow":
+        pytest.skip("the other backends' gradients are always dense")
+    import tensorflow as tf
+
+    rng = np.random.default_rng(6)
+    _, memory, _, _, _, _ = _inputs(rng)
+    vocabulary = 9
+    ids = _ids(rng, vocabulary)
+    ids = np.where(ids < vocabulary, np.abs(ids), 1)  # inside the table (and ids read twice)
+    rnn = _ids_rnn(vocabulary)
+    rnn(ids, memory)
+    randomize_weights(rnn, rng)
+    table = rnn.embedding.embeddings
+    grads = {}
+    for as_ids in (True, False):
+        with tf.GradientTape() as tape:
+            if as_ids:
+                out = rnn(ids, memory)[0]
+            else:
+                out = rnn(rnn.embedding(ids), memory, mask=rnn.embedding.compute_mask(ids))[0]
+            loss = tf.reduce_sum(out * out)
+        grads[as_ids] = tape.gradient(loss, table.value)
+    assert isinstance(grads[True], tf.Tensor), type(grads[True])
+    assert isinstance(grads[False], tf.IndexedSlices), type(grads[False])
+    summed = tf.convert_to_tensor(grads[False])
+    np.testing.assert_allclose(grads[True], summed, rtol=1e-4, atol=1e-6)
+    # One Adam step from zero moments moves every read row by lr * sign(g) (to eps): the
+    # summed gradient's step, not the one of the slices taken one by one.
+    start = np.asarray(table)
+    keras.optimizers.Adam(0.01).apply([grads[True]], [table])
+    read = np.unique(ids[ids > 0])
+    assert len(read) < np.sum(ids > 0)  # some row is read more than once
+    step = np.asarray(table)[read] - start[read]
+    np.testing.assert_allclose(step, -0.01 * np.sign(to_numpy(summed)[read]), atol=1e-4)
+
+
 @needs_fused
 def test_one_xla_train_step_with_token_ids_equals_embedding_first():
     """`fit` under `jit_compile=True` of `AttentionRNN(embedding=...)` over ids: the same loss
