@@ -197,13 +197,17 @@ def location_sequence(queries, memory, w, cumulative=False, mask=None, use_scale
 
 
 # ---------------------------------------------------------------- decoders with carried alignments
-def monotonic_attend(family, mode, weights, **score):
+def monotonic_attend(family, mode, weights, noises=None, **score):
     """``attend(query, memory, mask, states) -> (context, alignment, new_states)`` for
-    :func:`decoder`: monotonic attention, the state ``[alpha_{t-1}]``."""
+    :func:`decoder`: monotonic attention, the state ``[alpha_{t-1}]``. With ``noises``
+    ``[T, B, S]``, call t adds ``noises[t]`` to the energies (the pre-sigmoid noise)."""
+    calls = []
 
     def attend(query, memory, mask, states):
+        noise = None if noises is None else noises[len(calls)]
+        calls.append(None)
         context, alignment = monotonic_step(
-            query, memory, weights, family, mode, states[0], mask, **score
+            query, memory, weights, family, mode, states[0], mask, noise, **score
         )
         return context, alignment, [alignment]
 

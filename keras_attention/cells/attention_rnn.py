@@ -215,6 +215,8 @@ class AttentionRNN(keras.layers.Layer):
         memory_steps = ops.shape(memory)[1]
         cell = self.cell
         prepared = cell.prepare_memory(memory, memory_mask)
+        if training:  # random inputs drawn here, not inside the loop (see draw_step_noise)
+            prepared = cell.draw_step_noise(prepared, ops.shape(sequences)[1], training)
         if initial_state is None:
             states = cell.get_initial_state(batch, memory)
         else:

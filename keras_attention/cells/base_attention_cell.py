@@ -21,10 +21,14 @@ class CellMemory(NamedTuple):
         attentions: One `PreparedMemory` per attention layer, in the order of `attentions`.
         feed_kernel: The rows of a fused `LSTMCell`'s kernel that see the fed-back vector,
             sliced once per sequence, or `None` (another cell, or not built yet).
+        noises: Empty, or one entry per attention layer: the random inputs of every step
+            `[T, B, S]` drawn before the time loop (`BaseAttentionCell.draw_step_noise`), or
+            `None` for a layer that draws none. Step t reads row `position`.
     """
 
     attentions: tuple[PreparedMemory, ...]
     feed_kernel: Any
+    noises: tuple = ()
 
     @property
     def value(self):
@@ -232,6 +236,35 @@ class BaseAttentionCell(keras.layers.Layer):
         prepared = tuple(layer.prepare_memory(memory, None, mask) for layer in self.attentions)
         return CellMemory(prepared, feed_kernel)
 
+    def draw_step_noise(self, memory, steps, training=None):
+        """`memory` with the random inputs of `steps` steps drawn at once, for each attention
+        layer that draws some (the noise of monotonic attention in training).
+
+        `AttentionRNN` calls this before its time loop, so that no random state changes inside
+        it: a JAX loop cannot carry a `SeedGenerator`'s update out (the traced key would leak),
+        and one draw of `[T, B, S]` replaces T small ones. Steps then read row `position`;
+        a memory without them draws inside `step`, as a hand-written loop needs.
+
+        Args:
+            memory: A `CellMemory` from `prepare_memory`.
+            steps: The number of steps T (int or scalar tensor).
+            training: Whether the noise is active. Defaults to `None` (inactive).
+
+        Returns:
+            A `CellMemory`; `memory` itself when no layer draws anything.
+        """
+        noises = []
+        for layer, prepared in zip(self.attentions, memory.attentions):
+            noise = None
+            if isinstance(layer, RecurrentAttention):
+                value = prepared.value
+                shape = (steps, ops.shape(value)[0], ops.shape(value)[1])
+                noise = layer._step_noise(shape, training)
+            noises.append(noise)
+        if all(noise is None for noise in noises):
+            return memory
+        return memory._replace(noises=tuple(noises))
+
     def _fused_lstm(self) -> bool:
         """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
         cell = self.cell
@@ -300,12 +333,17 @@ class BaseAttentionCell(keras.layers.Layer):
         `(context [B, d_v], weights [B, S])`, in the order of `attentions`, and the new
         states of the layers that carry one (from `attention_states`, in the same order)."""
         positions = None if position is None else ops.reshape(ops.cast(position, "int32"), (-1, 1))
+        noises = memory.noises or (None,) * len(self.attentions)
         results, new_states, offset = [], [], 0
-        for layer, prepared in zip(self.attentions, memory.attentions):
+        for layer, prepared, noise in zip(self.attentions, memory.attentions, noises):
             if isinstance(layer, RecurrentAttention):
                 own = list(attention_states[offset : offset + layer.state_count])
                 offset += layer.state_count
-                context, weights, own = layer.attend_step(query, prepared, own, training=training)
+                if noise is not None:
+                    noise = self._noise_at(noise, position)
+                context, weights, own = layer.attend_step(
+                    query, prepared, own, training=training, noise=noise
+                )
                 results.append((context, weights))
                 new_states.extend(ops.cast(s, self.compute_dtype) for s in own)
                 continue
@@ -314,6 +352,16 @@ class BaseAttentionCell(keras.layers.Layer):
             )
             results.append((context[:, 0], weights[:, 0]))
         return results, new_states
+
+    @staticmethod
+    def _noise_at(noise, position):
+        """Row `position` (the step index, a scalar) of pre-drawn noise `[T, B, S]`."""
+        if position is None or len(getattr(position, "shape", ())) != 0:
+            raise ValueError(
+                "A memory with pre-drawn step noise (`draw_step_noise`) needs the step index "
+                f"as a scalar `position`. Received: position={position!r}"
+            )
+        return ops.take(noise, ops.cast(position, "int32"), axis=0)
 
     @staticmethod
     def _combine_weights(weights):

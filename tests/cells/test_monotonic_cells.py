@@ -119,6 +119,46 @@ def test_attention_rnn_matches_reference(name):
         np.testing.assert_allclose(to_numpy(out), expected[:, t], **TOL)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+def test_training_noise_is_drawn_before_the_loop(compiled):
+    """In training, `AttentionRNN` draws the noise of every step at once, before its time loop
+    (`σ · normal([T, B, S])`, the layer's generator's first draw), so that the loop carries no
+    random state (a JAX loop would leak the generator's traced update); the decoder equals the
+    float64 reference fed that noise, compiled or not."""
+    rng, y, memory, mask, target_mask = _data(7)
+    sigma, seed = 1.5, 11
+    attention = LuongMonotonicAttention(mode="parallel", sigmoid_noise=sigma, seed=seed)
+    cell = _cell("luong", keras.layers.LSTMCell, attention)
+    rnn = AttentionRNN(cell, return_attention_scores=True)
+    rnn.build(y.shape, memory.shape)
+    _randomize(attention, rng)
+    for w in cell.cell.weights:
+        w.assign((0.4 * rng.normal(size=w.shape)).astype("float32"))
+    cell_weights = {w.name: to_numpy(w).astype(np.float64) for w in cell.cell.weights}
+
+    def run(y, memory, mask, target_mask):
+        # The draw to expect, in the same function (XLA may pick another random algorithm):
+        # a fresh generator's first seed is the integer seed's.
+        noises = sigma * keras.random.normal((T, B, S), seed=seed)
+        return (*rnn(y, memory, memory_mask=mask, mask=target_mask, training=True), noises)
+
+    outputs, alignments, noises = (jit(run) if compiled else run)(y, memory, mask, target_mask)
+    noises = to_numpy(noises)
+    attend = ref.monotonic_attend("general", "parallel", layer_weights(attention), noises)
+    expected, expected_alignments, _ = ref.decoder(
+        "luong", y, memory, mask, reference_cells.lstm_cell, cell_weights, attend,
+        [ref.first_alignment(B, S)], to_numpy(cell.attention_kernel), target_mask,
+    )  # fmt: skip
+    np.testing.assert_allclose(to_numpy(alignments), expected_alignments, **TOL)
+    np.testing.assert_allclose(to_numpy(outputs), expected, **TOL)
+    quiet = ref.monotonic_attend("general", "parallel", layer_weights(attention))
+    without, _, _ = ref.decoder(
+        "luong", y, memory, mask, reference_cells.lstm_cell, cell_weights, quiet,
+        [ref.first_alignment(B, S)], to_numpy(cell.attention_kernel), target_mask,
+    )  # fmt: skip
+    assert np.abs(expected - without).max() > 1e-2  # the noise matters here
+
+
 def test_initial_state_needs_the_memory_and_accepts_a_full_state():
     cell = LuongAttentionCell(keras.layers.GRUCell(4), LuongMonotonicAttention())
     with pytest.raises(ValueError, match="memory=None"):
