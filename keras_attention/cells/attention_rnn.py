@@ -276,7 +276,16 @@ class AttentionRNN(keras.layers.Layer):
         carry = (states, last)
         if sampler is not None:
             carry += (ops.zeros((batch,), "int32"),)
-        carry, stacked = time_loop(step, inputs, carry, shapes, dtype)
+        dropout_cells = _dropout_cells(cell) if training else []
+        _make_dropout_masks(
+            dropout_cells, batch, cell._cell_input_dim(inputs.shape[-1], memory.shape[-1]), dtype
+        )
+        try:
+            carry, stacked = time_loop(step, inputs, carry, shapes, dtype)
+        finally:  # a fresh mask for the next call, of whatever batch size
+            for layer in dropout_cells:
+                layer.reset_dropout_mask()
+                layer.reset_recurrent_dropout_mask()
         states, last = carry[0], carry[1]
         stacked = [ops.transpose(x, (1, 0, 2)) for x in stacked]
         outputs = stacked.pop(0) if self.return_sequences else last
@@ -420,6 +429,34 @@ def _are_ids(x) -> bool:
     if dtype is None:
         return False
     return keras.backend.standardize_dtype(dtype).startswith(("int", "uint"))
+
+
+def _dropout_cells(cell) -> list:
+    """The Keras cells inside an attention cell that draw dropout masks (`LSTMCell`,
+    `GRUCell`, `SimpleRNNCell` with `dropout` or `recurrent_dropout`; each of a
+    `StackedRNNCells`), in order."""
+    inner = cell.cell
+    layers = list(inner.cells) if isinstance(inner, keras.layers.StackedRNNCells) else [inner]
+    return [
+        layer
+        for layer in layers
+        if hasattr(layer, "get_dropout_mask")
+        and hasattr(layer, "reset_dropout_mask")
+        and (getattr(layer, "dropout", 0) or getattr(layer, "recurrent_dropout", 0))
+    ]
+
+
+def _make_dropout_masks(layers, batch, input_dim, dtype) -> None:
+    """Draw each cell's dropout masks for this call before the time loop, as `keras.layers.RNN`
+    does: a Keras cell draws them on its first step and keeps them until reset, so drawn inside
+    the loop they would be traced values kept past it (JAX refuses the escaped seed) and would
+    be reused by every later call, whatever its batch size."""
+    for layer in layers:
+        layer.get_dropout_mask(ops.ones((batch, input_dim), dtype))
+        size = layer.state_size
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        layer.get_recurrent_dropout_mask(ops.ones((batch, size), dtype))
+        input_dim = getattr(layer, "output_size", None) or size  # the next cell's input
 
 
 def _foldable(embedding, cell) -> bool:

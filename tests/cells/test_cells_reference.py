@@ -660,3 +660,56 @@ def test_fully_masked_memory_row_gives_zero_context_and_no_nan(attention):
     )
     np.testing.assert_allclose(outputs, want[0], **TOL)
     np.testing.assert_allclose(alignments, want[1], **TOL)
+
+
+@pytest.mark.parametrize("kind", ["luong", "bahdanau"])
+def test_cell_dropout_masks_are_drawn_once_per_call(kind):
+    """A wrapped cell's dropout (`LSTMCell(dropout=..., recurrent_dropout=...)`, each cell of a
+    `StackedRNNCells`) draws its masks once per training call, before the time loop, as
+    `keras.layers.RNN` does: the same masks at every step (the hand loop over `cell.step` with
+    the masks the cells hold gives the same outputs), fresh masks at the next call, any batch
+    size, no mask kept after the call. (Drawn inside the loop they were kept forever: every
+    call reused the first call's masks, another batch size failed, and JAX leaked a tracer.)"""
+    rng = np.random.default_rng(29)
+    y, memory, mask, tmask = _data(rng, 5)
+    cells = [
+        keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.4),
+        keras.layers.LSTMCell(UNITS, dropout=0.5, recurrent_dropout=0.2),
+    ]
+    stacked = keras.layers.StackedRNNCells(cells)
+    attention = AdditiveAttention(units=5)
+    if kind == "luong":
+        cell = LuongAttentionCell(stacked, attention)
+    else:
+        cell = BahdanauAttentionCell(stacked, attention)
+    rnn = _build(AttentionRNN(cell), y, memory, mask)
+    randomize_weights(rnn, rng)
+
+    def train(y, memory, mask, tmask):
+        return to_numpy(rnn(y, memory, memory_mask=mask, mask=tmask, training=True))
+
+    first, second = train(y, memory, mask, tmask), train(y, memory, mask, tmask)
+    assert np.all(np.isfinite(first)) and not np.allclose(first, second)
+    inference = to_numpy(rnn(y, memory, memory_mask=mask, mask=tmask))
+    assert not np.allclose(first, inference)
+    np.testing.assert_allclose(to_numpy(rnn(y, memory, memory_mask=mask, mask=tmask)), inference)
+    assert train(y[:2], memory[:2], mask[:2], tmask[:2]).shape[0] == 2  # another batch size
+
+    # Masks the cells already hold (drawn here by hand) serve every step of the hand loop,
+    # then the whole call, which leaves none behind.
+    inputs = ops.ones((BATCH, cells[0].kernel.shape[0]))
+    for layer, width in zip(cells, (4, UNITS)):
+        layer.get_dropout_mask(inputs)
+        layer.get_recurrent_dropout_mask(ops.ones((BATCH, width)))
+        inputs = ops.ones((BATCH, width))
+    prepared = cell.prepare_memory(memory, mask)
+    states = cell.get_initial_state(BATCH, memory)
+    by_hand = []
+    for t in range(STEPS):
+        out, new_states, _ = cell.step(y[:, t], states, prepared, position=t, training=True)
+        valid = tmask[:, t][:, None]
+        states = [ops.where(valid, n, o) for n, o in zip(new_states, states)]
+        by_hand.append(np.where(valid, to_numpy(out), 0.0))
+    whole = train(y, memory, mask, tmask)
+    np.testing.assert_allclose(whole, np.stack(by_hand, 1), **TOL)
+    assert not np.allclose(train(y, memory, mask, tmask), whole)
