@@ -21,9 +21,10 @@ class CellMemory(NamedTuple):
         attentions: One `PreparedMemory` per attention layer, in the order of `attentions`.
         feed_kernel: The rows of a fused `LSTMCell`'s kernel that see the fed-back vector,
             sliced once per sequence, or `None` (another cell, or not built yet).
-        noises: Empty, or one entry per attention layer: the random inputs of every step
-            `[T, B, S]` drawn before the time loop (`BaseAttentionCell.draw_step_noise`), or
-            `None` for a layer that draws none. Step t reads row `position`.
+        noises: Empty, or one entry per attention layer: the random inputs of every step drawn
+            before the time loop (`BaseAttentionCell.draw_step_noise`): monotonic noise
+            `[T, B, S]`, the weights' dropout masks `[T, B, 1, S or 2D + 1]`, or `None` for a
+            layer that draws none. Step t reads row `position`.
     """
 
     attentions: tuple[PreparedMemory, ...]
@@ -238,7 +239,8 @@ class BaseAttentionCell(keras.layers.Layer):
 
     def draw_step_noise(self, memory, steps, training=None):
         """`memory` with the random inputs of `steps` steps drawn at once, for each attention
-        layer that draws some (the noise of monotonic attention in training).
+        layer that draws some in training: the noise of monotonic attention, the dropout masks
+        of the attention weights.
 
         `AttentionRNN` calls this before its time loop, so that no random state changes inside
         it: a JAX loop cannot carry a `SeedGenerator`'s update out (the traced key would leak),
@@ -255,11 +257,16 @@ class BaseAttentionCell(keras.layers.Layer):
         """
         noises = []
         for layer, prepared in zip(self.attentions, memory.attentions):
+            value = prepared.value
+            batch, length = ops.shape(value)[0], ops.shape(value)[1]
             noise = None
             if isinstance(layer, RecurrentAttention):
-                value = prepared.value
-                shape = (steps, ops.shape(value)[0], ops.shape(value)[1])
-                noise = layer._step_noise(shape, training)
+                noise = layer._step_noise((steps, batch, length), training)
+            elif training and layer.dropout > 0:  # the weights' scaled keep-masks [T, B, 1, n]
+                shape = (steps, batch, 1, layer._dropout_mask_width(length))
+                noise = keras.random.dropout(
+                    ops.ones(shape, "float32"), layer.dropout, seed=layer.seed_generator
+                )
             noises.append(noise)
         if all(noise is None for noise in noises):
             return memory
@@ -347,8 +354,14 @@ class BaseAttentionCell(keras.layers.Layer):
                 results.append((context, weights))
                 new_states.extend(ops.cast(s, self.compute_dtype) for s in own)
                 continue
+            if noise is not None:
+                noise = self._noise_at(noise, position)
             context, weights = layer.attend(
-                ops.expand_dims(query, 1), prepared, query_positions=positions, training=training
+                ops.expand_dims(query, 1),
+                prepared,
+                query_positions=positions,
+                training=training,
+                dropout_mask=noise,
             )
             results.append((context[:, 0], weights[:, 0]))
         return results, new_states

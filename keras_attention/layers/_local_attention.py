@@ -80,6 +80,7 @@ class LocalAttentionBase(BaseAttention):
         use_causal_mask: bool,
         training,
         return_attention_scores: bool,
+        dropout_mask=None,
     ):
         if self.alignment == "global":
             return super()._attend_memory(
@@ -91,6 +92,7 @@ class LocalAttentionBase(BaseAttention):
                 use_causal_mask,
                 training,
                 return_attention_scores,
+                dropout_mask=dropout_mask,
             )
         keys, value, mask = memory
         length = ops.shape(value)[1]
@@ -137,7 +139,7 @@ class LocalAttentionBase(BaseAttention):
         weights, positions, start, key_windows = self._local_weights(
             query, features, keys, mask, length, query_positions, use_causal_mask, fused
         )
-        weights = self._dropout(weights, training)
+        weights = self._dropout(weights, training, dropout_mask)
         if fused:
             context = F.window_weighted_sum(weights, value, positions)
         else:
@@ -194,6 +196,12 @@ class LocalAttentionBase(BaseAttention):
             return "windows"
         q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
         return "tiles" if steps >= q_tile and length >= chunk else "windows"
+
+    def _dropout_mask_width(self, memory_steps):
+        """`S` for global attention; the window `2D + 1` for local (dropout keeps windows)."""
+        if self.alignment == "global":
+            return memory_steps
+        return 2 * self.window_radius + 1
 
     def _dot_type_score(self) -> bool:
         """Whether the score is `query_features · keys` (then local attention may use tiles)."""

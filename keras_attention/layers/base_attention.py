@@ -343,8 +343,13 @@ class BaseAttention(keras.layers.Layer):
         use_causal_mask: bool = False,
         training=None,
         return_attention_scores: bool = True,
+        dropout_mask=None,
     ):
         """Attend from queries `[B, T, d_s]` to a memory made by `prepare_memory`.
+
+        `dropout_mask`: in training with `dropout > 0`, the scaled keep-mask to multiply the
+        weights by (`[B, T, S]`, or `[B, T, 2D + 1]` over local windows), drawn by the caller
+        (`BaseAttentionCell.draw_step_noise`, before a time loop); `None` draws one here.
 
         Returns:
             `(output [B, T, d], weights [B, T, S] or None)`.
@@ -375,6 +380,7 @@ class BaseAttention(keras.layers.Layer):
                 use_causal_mask,
                 training,
                 return_attention_scores,
+                dropout_mask=dropout_mask,
             )
         output = self._attentional_output(query, context)
         # Outputs in the compute dtype: Keras' dtype promotion computes some float64 ops
@@ -394,6 +400,7 @@ class BaseAttention(keras.layers.Layer):
         use_causal_mask: bool,
         training,
         return_attention_scores: bool,
+        dropout_mask=None,
     ):
         """Global attention of the query features over a non-empty memory.
 
@@ -408,7 +415,7 @@ class BaseAttention(keras.layers.Layer):
             causal = ops.expand_dims(query_positions, -1) >= ops.arange(length, dtype="int32")
             valid = causal if valid is None else ops.logical_and(valid, causal)
         weights = self._normalize(scores, valid)
-        weights = self._dropout(weights, training)
+        weights = self._dropout(weights, training, dropout_mask)
         return F.matmul(ops.cast(weights, value.dtype), value), weights
 
     # ------------------------------------------------------------------ internals
@@ -422,10 +429,16 @@ class BaseAttention(keras.layers.Layer):
             return F.masked_hardmax(scores, valid)
         return F.masked_softmax(scores, valid)
 
-    def _dropout(self, weights, training):
+    def _dropout(self, weights, training, mask=None):
         if training and self.dropout > 0:
+            if mask is not None:  # drawn before a time loop (see `attend`)
+                return weights * ops.cast(mask, weights.dtype)
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights
+
+    def _dropout_mask_width(self, memory_steps):
+        """The last axis of the weights `_dropout` sees for a memory of `memory_steps`."""
+        return memory_steps
 
     # ------------------------------------------------------------------ config
     def get_config(self) -> dict:

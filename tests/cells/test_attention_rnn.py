@@ -17,6 +17,7 @@ from keras_attention import (
     BahdanauAttentionCell,
     LuongAttention,
     LuongAttentionCell,
+    LuongMonotonicAttention,
 )
 from tests.backend_utils import BACKEND, to_numpy
 
@@ -276,3 +277,28 @@ def test_fully_masked_memory_row_gives_zero_context():
     out, alignments = to_numpy(out), to_numpy(alignments)
     assert np.all(np.isfinite(out))
     assert np.all(out[1, :, UNITS:] == 0.0) and np.all(alignments[1] == 0.0)
+
+
+def test_compiled_fit_with_randomness_inside_the_loop():
+    """`fit` under XLA (JAX's default) of a decoder drawing at every step in training: the
+    wrapped cell's dropout, the attention weights' dropout and monotonic noise. All three are
+    drawn before the time loop; drawn inside it, JAX's traced loop leaked the generators'
+    updates (`UnexpectedTracerError`)."""
+    if BACKEND == "torch":
+        pytest.skip("torch.compile of fit takes minutes on CPU")
+    attentions = [
+        LuongAttention("general", dropout=0.3, seed=1),
+        LuongMonotonicAttention(sigmoid_noise=1.0, mode="parallel", seed=2),
+    ]
+    cell = LuongAttentionCell(
+        keras.layers.LSTMCell(6, dropout=0.3, recurrent_dropout=0.2, seed=3), attentions
+    )
+    y, memory = keras.Input((None, 3)), keras.Input((None, 5))
+    model = keras.Model([y, memory], keras.layers.Dense(7)(AttentionRNN(cell)(y, memory)))
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True
+    )
+    rng = np.random.default_rng(0)
+    x = [rng.normal(size=(8, 4, 3)), rng.normal(size=(8, 6, 5))]
+    history = model.fit(x, rng.integers(0, 7, (8, 4)), epochs=2, batch_size=4, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))

@@ -24,7 +24,7 @@ from keras_attention import (
     LuongAttentionCell,
 )
 from tests import reference_cells as ref
-from tests.backend_utils import BACKEND, enable_float64, to_numpy, value_and_grad, variable
+from tests.backend_utils import BACKEND, enable_float64, jit, to_numpy, value_and_grad, variable
 from tests.conftest import layer_weights, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
@@ -713,3 +713,61 @@ def test_cell_dropout_masks_are_drawn_once_per_call(kind):
     whole = train(y, memory, mask, tmask)
     np.testing.assert_allclose(whole, np.stack(by_hand, 1), **TOL)
     assert not np.allclose(train(y, memory, mask, tmask), whole)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize(
+    "kwargs, width",
+    [({}, MEMORY), ({"alignment": "local_monotonic", "window_radius": 1}, 3)],
+    ids=["global", "local_monotonic"],
+)
+def test_attention_dropout_masks_are_drawn_before_the_loop(kwargs, width, compiled, monkeypatch):
+    """In training, the attention weights' dropout masks of every step are drawn at once before
+    `AttentionRNN`'s time loop (`[T, B, 1, S]`, or `[T, B, 1, 2D + 1]` over local windows: the
+    layer's generator's first draw), so that the loop carries no random state (JAX's traced
+    loop leaked the generator's update: `fit` failed); the decoder equals the float64 reference
+    whose step-t weights are multiplied by mask t, compiled or not."""
+    if compiled and BACKEND == "torch":
+        pytest.skip("torch.compile of the loop takes 15-40 s on CPU; the eager case covers PyTorch")
+    rng = np.random.default_rng(31)
+    y, memory, mask, tmask = _data(rng, 5)
+    rate, seed = 0.4, 5
+    attention = LuongAttention("general", dropout=rate, seed=seed, **kwargs)
+    cell = LuongAttentionCell(keras.layers.LSTMCell(UNITS), attention)
+    rnn = _build(AttentionRNN(cell, return_attention_scores=True), y, memory, mask)
+    randomize_weights(rnn, rng)
+
+    def run(y, memory, mask, tmask):
+        # The draw to expect, in the same function (XLA may pick another random algorithm):
+        # a fresh generator's first seed is the integer seed's.
+        keep = keras.random.dropout(ops.ones((STEPS, BATCH, 1, width)), rate, seed=seed)
+        return (*rnn(y, memory, memory_mask=mask, mask=tmask, training=True), keep)
+
+    outputs, alignments, keep = (jit(run) if compiled else run)(y, memory, mask, tmask)
+    keep = to_numpy(keep)[:, :, 0].astype(np.float64)  # [T, B, n]
+    assert 0 < np.mean(keep == 0) < 1
+    original = ref._attend
+
+    def dropped(query, memory, memory_mask, t, attention_kwargs):
+        _, alpha = original(query, memory, memory_mask, t, attention_kwargs)
+        if kwargs:  # the window of step t: c - D ... c + D, c = min(t, S_b - 1) (local-m)
+            window = np.zeros_like(alpha)
+            for b in range(alpha.shape[0]):
+                center = min(t, int(memory_mask[b].sum()) - 1)
+                for j, i in enumerate(range(center - 1, center + 2)):
+                    if 0 <= i < alpha.shape[1]:
+                        window[b, i] = keep[t, b, j]
+            alpha = alpha * window
+        else:
+            alpha = alpha * keep[t]
+        return np.einsum("bs,bsd->bd", alpha, np.asarray(memory, np.float64)), alpha
+
+    monkeypatch.setattr(ref, "_attend", dropped)
+    attention_ref = {**_attention_ref(LuongAttention, {"score_mode": "general", **kwargs})}
+    want, want_alignments, _ = ref.luong_decoder(
+        y, memory, mask, ref.lstm_cell, layer_weights(cell.cell),
+        {**attention_ref, "weights": layer_weights(attention)},
+        to_numpy(cell.attention_kernel), target_mask=tmask,
+    )  # fmt: skip
+    np.testing.assert_allclose(to_numpy(alignments), want_alignments, **TOL)
+    np.testing.assert_allclose(to_numpy(outputs), want, **TOL)
