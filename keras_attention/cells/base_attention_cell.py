@@ -258,16 +258,8 @@ class BaseAttentionCell(keras.layers.Layer):
         noises = []
         for layer, prepared in zip(self.attentions, memory.attentions):
             value = prepared.value
-            batch, length = ops.shape(value)[0], ops.shape(value)[1]
-            noise = None
-            if isinstance(layer, RecurrentAttention):
-                noise = layer._step_noise((steps, batch, length), training)
-            elif training and layer.dropout > 0:  # the weights' scaled keep-masks [T, B, 1, n]
-                shape = (steps, batch, 1, layer._dropout_mask_width(length))
-                noise = keras.random.dropout(
-                    ops.ones(shape, "float32"), layer.dropout, seed=layer.seed_generator
-                )
-            noises.append(noise)
+            shape = (steps, ops.shape(value)[0], ops.shape(value)[1])
+            noises.append(layer._step_noise(shape, training))  # (each layer's own kind)
         if all(noise is None for noise in noises):
             return memory
         return memory._replace(noises=tuple(noises))
@@ -343,19 +335,17 @@ class BaseAttentionCell(keras.layers.Layer):
         noises = memory.noises or (None,) * len(self.attentions)
         results, new_states, offset = [], [], 0
         for layer, prepared, noise in zip(self.attentions, memory.attentions, noises):
+            if noise is not None:
+                noise = self._noise_at(noise, position)
             if isinstance(layer, RecurrentAttention):
                 own = list(attention_states[offset : offset + layer.state_count])
                 offset += layer.state_count
-                if noise is not None:
-                    noise = self._noise_at(noise, position)
                 context, weights, own = layer.attend_step(
                     query, prepared, own, training=training, noise=noise
                 )
                 results.append((context, weights))
                 new_states.extend(ops.cast(s, self.compute_dtype) for s in own)
                 continue
-            if noise is not None:
-                noise = self._noise_at(noise, position)
             context, weights = layer.attend(
                 ops.expand_dims(query, 1),
                 prepared,

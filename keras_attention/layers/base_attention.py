@@ -436,6 +436,17 @@ class BaseAttention(keras.layers.Layer):
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights
 
+    def _step_noise(self, shape, training):
+        """The random inputs of `T` query steps of one query each, drawn at once before a time
+        loop (`shape` `(T, B, S)`): the weights' scaled dropout keep-masks `[T, B, 1, n]` (`n`
+        from `_dropout_mask_width`) in training with `dropout > 0`, else `None`. Step t passes
+        row t to `attend(dropout_mask=...)`."""
+        if not training or self.dropout <= 0:
+            return None
+        steps, batch, length = shape
+        ones = ops.ones((steps, batch, 1, self._dropout_mask_width(length)), "float32")
+        return keras.random.dropout(ones, self.dropout, seed=self.seed_generator)
+
     def _dropout_mask_width(self, memory_steps):
         """The last axis of the weights `_dropout` sees for a memory of `memory_steps`."""
         return memory_steps
