@@ -609,12 +609,16 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
     def among_candidates():
         top = _row_floor(values)[0]  # (the row's top logit is a candidate)
         if top_p is None and method != "sort":
-            # No cut: the race runs over every candidate, and the chain keeps the best score
-            # whose token is among the k largest, i.e. has fewer than k candidates strictly
-            # above it (ties with the k-th are in). One pass a round; most batches need one.
-            weights = ops.exp(values - top)  # (0 for the -inf slots and below the floor)
+            # No cut: the race runs over the candidates at or above `bound` (a superset of
+            # the k largest: every token above it lies in a selected block), and the chain
+            # keeps the best score whose token is among the k largest, i.e. has fewer than k
+            # candidates strictly above it (ties with the k-th are in): the best score among
+            # the k largest. Starting from `bound` rather than from every candidate (~16 k of
+            # them) the chain needs 1-2 rounds, not 6-8, on flat logits.
+            above = values >= bound
+            weights = ops.where(above, ops.exp(values - top), ops.zeros_like(values))
             scores = _token_race(weights, keys, ids)
-            ones = ops.cast(values > -inf, "float32")  # each candidate counts once
+            ones = ops.cast(above, "float32")  # each candidate counts once
             goal = ops.full((rows, 1), float(k), "float32")
             return _winner_at(_nucleus_chain(values, ones, scores, goal, 0), scores, ids)
         floor = top - _ZERO_PROBABILITY
