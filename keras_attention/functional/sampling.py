@@ -661,9 +661,10 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
     a fresh draw per round from the tokens above the bound: exact, because the nucleus lies
     inside every such set, so an accepted draw is a draw from the nucleus. One pass over V a
     round, which gives both the mass above the rejected token (the test) and the block masses
-    of the next draw."""
+    of the next draw. "Above" compares the float32 weights `exp(z - top)` (the probabilities
+    the draw uses), not the logits: the loop then reads one `[N, V]` tensor, not two (logits
+    whose weights round to the same float32 are tied, as equal probabilities)."""
     rows, vocab = ops.shape(z)[0], int(z.shape[-1])
-    inf = float("inf")
     blocks = -(-vocab // _BLOCK)
     top, _ = _row_floor(z)
     floor = top - _ZERO_PROBABILITY  # (z >= max(min z, floor) is z >= floor: no min needed)
@@ -672,9 +673,7 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
     weights = ops.where(z >= floor, ops.exp(z - top), ops.zeros_like(z))
     if blocks * _BLOCK != vocab:
         padding = ((0, 0), (0, blocks * _BLOCK - vocab))
-        z = ops.pad(z, padding, constant_values=-inf)
         weights = ops.pad(weights, padding, constant_values=0.0)
-    z = ops.reshape(z, (rows, blocks, _BLOCK))
     weights = ops.reshape(weights, (rows, blocks, _BLOCK))
     masses = ops.sum(weights, axis=-1)  # [N, blocks]
     block_counters = ops.expand_dims(ops.arange(blocks, dtype="int32"), 0)
@@ -682,18 +681,18 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
     golden = ops.convert_to_tensor(_GOLDEN, "int32")
 
     def draw(round_, masses, bound):
-        """A token above `bound` `[N, 1]` by mass, and its logit; round `round_`'s uniforms."""
+        """A token whose weight is above `bound` `[N, 1]`, drawn by mass, and its weight;
+        round `round_`'s uniforms."""
         key = ops.expand_dims(_mix(keys + ops.multiply(ops.cast(round_, "int32"), golden)), -1)
         block = argmax_tokens(_race(masses, _uniforms(_mix(key + block_counters))))
         pick = ops.reshape(block, (rows, 1, 1))
-        block_z = ops.take_along_axis(z, pick, axis=1)[:, 0]  # [N, 16]
-        block_w = ops.take_along_axis(weights, pick, axis=1)[:, 0]
-        block_w = ops.where(block_z > bound, block_w, ops.zeros_like(block_w))
+        block_w = ops.take_along_axis(weights, pick, axis=1)[:, 0]  # [N, 16]
+        block_w = ops.where(block_w > bound, block_w, ops.zeros_like(block_w))
         offset = argmax_tokens(_race(block_w, _uniforms(_mix(key + token_counters))))
-        value = ops.take_along_axis(block_z, ops.expand_dims(offset, -1), axis=-1)
+        value = ops.take_along_axis(block_w, ops.expand_dims(offset, -1), axis=-1)
         return block * _BLOCK + offset, value
 
-    none = ops.full((rows, 1), -inf, "float32")
+    none = ops.full((rows, 1), -1.0, "float32")  # (below every weight)
     total = ops.sum(masses, axis=-1)
     token, value = draw(0, masses, none)
     if top_p is not None:
@@ -705,7 +704,8 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
 
         def body(i, token, value, done):
             above = ops.sum(
-                ops.where(z > ops.expand_dims(value, -1), weights, ops.zeros_like(weights)), -1
+                ops.where(weights > ops.expand_dims(value, -1), weights, ops.zeros_like(weights)),
+                -1,
             )  # [N, blocks]: the block masses above the drawn token
             done = ops.logical_or(done, ops.sum(above, axis=-1) < goal)
             next_token, next_value = draw(i + 1, above, value)
