@@ -52,8 +52,9 @@ def sample_search(
     Cost: no cumulative sum, and no sort unless asked (`sampling.sample_tokens`). The draw
     is the Gumbel-max trick (`sampling.gumbel_tokens`: one hashed uniform per token, an
     argmax), about what greedy's argmax costs. With `top_k`, the cut and the draw run on
-    about k x 16 candidates: the blocks of 16 tokens with the k largest maxima (found by
-    bisection, the default on TensorFlow, where XLA on CPU makes `ops.top_k` a full sort), or
+    about k x 16 candidates: the blocks of 16 tokens (V/16 apart) with the k largest maxima
+    (found by bisection, the default on TensorFlow, where XLA on CPU makes `ops.top_k` a full
+    sort), or
     `ops.top_k`'s k (`top_k_method="sort"`); only their uniforms are hashed. `top_p` alone
     draws by an exact rejection chain (each round: one Gumbel winner, one pass to test it
     against the nucleus; about 2-4 rounds for p >= 0.5) or, for p < 0.5, a bisection on the

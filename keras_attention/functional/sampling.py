@@ -425,7 +425,7 @@ def sample_tokens(
     `token_uniforms`), and only those of the tokens that can win are hashed:
 
     - **top-k** (with or without top-p): the k largest logits lie in the k blocks (of 16
-      consecutive tokens) with the largest maxima. One pass takes the block maxima, a
+      tokens V / 16 apart) with the largest maxima. One pass takes the block maxima, a
       bisection on those (16x fewer values) finds the k-th largest, and a cumulative sum and a
       scatter gather the selected blocks (`top_k_method="sort"`: the candidates are
       `ops.top_k`'s k instead). The cuts (`top_k_threshold`; the nucleus by bisection, by
@@ -580,8 +580,8 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         padded = z
         if blocks * _BLOCK != vocab:
             padded = ops.pad(z, ((0, 0), (0, blocks * _BLOCK - vocab)), constant_values=-inf)
-        grouped = ops.reshape(padded, (rows, blocks, _BLOCK))
-        maxima = ops.max(grouped, axis=-1)
+        grouped = ops.reshape(padded, (rows, _BLOCK, blocks))  # token j: [j // blocks, j % blocks]
+        maxima = ops.max(grouped, axis=1)
         # Every token among the k largest lies in a block whose maximum is among the k
         # largest maxima: at least k tokens are >= the k-th largest maximum. Any bound below
         # it that selects at most `capacity` blocks will do, so the search stops as soon as
@@ -593,14 +593,15 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         selected = maxima >= bound
         overflow = ops.any(_count(selected) > capacity)
         index = _compact(selected, capacity)  # [N, capacity]; -1 past the last selected block
-        valid = ops.expand_dims(index >= 0, -1)
-        index = ops.maximum(index, 0)
-        gathered = ops.take_along_axis(grouped, ops.expand_dims(index, -1), axis=1)
+        valid = ops.expand_dims(index >= 0, 1)
+        index = ops.expand_dims(ops.maximum(index, 0), 1)  # [N, 1, capacity]
+        gathered = ops.take_along_axis(grouped, index, axis=2)  # [N, 16, capacity]
         values = ops.reshape(
             ops.where(valid, gathered, ops.full_like(gathered, -inf)), (rows, capacity * _BLOCK)
         )
-        offsets = ops.reshape(ops.arange(_BLOCK, dtype="int32"), (1, 1, _BLOCK))
-        ids = ops.reshape(ops.expand_dims(index, -1) * _BLOCK + offsets, (rows, -1))
+        # (Slot-major, blocks in order: the candidates' ids ascend, as over all V.)
+        slots = ops.reshape(ops.arange(_BLOCK, dtype="int32"), (1, _BLOCK, 1))
+        ids = ops.reshape(slots * blocks + index, (rows, -1))
     if temperature != 1.0:
         values = values / temperature
         if method != "sort":
@@ -655,7 +656,9 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
 
 def _two_level_sample(z, keys, lowest=None, top_p=None):
     """A token from `softmax(z)` over `z >= lowest` (and, with `top_p`, its nucleus), drawn in
-    two levels: a block of 16 tokens with probability proportional to its mass, then a token
+    two levels: a block of 16 tokens (token j in block j mod V/16: the block sums then run over
+    the major axis of `[N, 16, V/16]`, one fused pass under XLA on CPU, where a 16-wide minor
+    axis is a slower library reduction) with probability proportional to its mass, then a token
     of that block (each by an exponential race over its own hashed uniforms: `[N, V/16]` and
     `[N, 16]` of them, not `[N, V]`). With `top_p`, the rejection chain of `_nucleus_chain` with
     a fresh draw per round from the tokens above the bound: exact, because the nucleus lies
@@ -674,8 +677,8 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
     if blocks * _BLOCK != vocab:
         padding = ((0, 0), (0, blocks * _BLOCK - vocab))
         weights = ops.pad(weights, padding, constant_values=0.0)
-    weights = ops.reshape(weights, (rows, blocks, _BLOCK))
-    masses = ops.sum(weights, axis=-1)  # [N, blocks]
+    weights = ops.reshape(weights, (rows, _BLOCK, blocks))  # token j: [j // blocks, j % blocks]
+    masses = ops.sum(weights, axis=1)  # [N, blocks]
     block_counters = ops.expand_dims(ops.arange(blocks, dtype="int32"), 0)
     token_counters = ops.expand_dims(ops.arange(blocks, blocks + _BLOCK, dtype="int32"), 0)
     golden = ops.convert_to_tensor(_GOLDEN, "int32")
@@ -686,11 +689,11 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
         key = ops.expand_dims(_mix(keys + ops.multiply(ops.cast(round_, "int32"), golden)), -1)
         block = argmax_tokens(_race(masses, _uniforms(_mix(key + block_counters))))
         pick = ops.reshape(block, (rows, 1, 1))
-        block_w = ops.take_along_axis(weights, pick, axis=1)[:, 0]  # [N, 16]
+        block_w = ops.take_along_axis(weights, pick, axis=2)[:, :, 0]  # [N, 16]
         block_w = ops.where(block_w > bound, block_w, ops.zeros_like(block_w))
         offset = argmax_tokens(_race(block_w, _uniforms(_mix(key + token_counters))))
         value = ops.take_along_axis(block_w, ops.expand_dims(offset, -1), axis=-1)
-        return block * _BLOCK + offset, value
+        return offset * blocks + block, value
 
     none = ops.full((rows, 1), -1.0, "float32")  # (below every weight)
     total = ops.sum(masses, axis=-1)
@@ -705,7 +708,7 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
         def body(i, token, value, done):
             above = ops.sum(
                 ops.where(weights > ops.expand_dims(value, -1), weights, ops.zeros_like(weights)),
-                -1,
+                1,
             )  # [N, blocks]: the block masses above the drawn token
             done = ops.logical_or(done, ops.sum(above, axis=-1) < goal)
             next_token, next_value = draw(i + 1, above, value)
