@@ -54,8 +54,7 @@ def sample_search(
     argmax), about what greedy's argmax costs. With `top_k`, the cut and the draw run on
     about k x 16 candidates: the blocks of 16 tokens (V/16 apart) with the k largest maxima
     (found by bisection, the default on TensorFlow, where XLA on CPU makes `ops.top_k` a full
-    sort), or
-    `ops.top_k`'s k (`top_k_method="sort"`); only their uniforms are hashed. `top_p` alone
+    sort), or `ops.top_k`'s k (`top_k_method="sort"`); only their uniforms are hashed. `top_p` alone
     draws by an exact rejection chain (each round: one Gumbel winner, one pass to test it
     against the nucleus; about 2-4 rounds for p >= 0.5) or, for p < 0.5, a bisection on the
     logit value (`sampling.nucleus_threshold`). BENCHMARKS.md, section 4, has the figures.

@@ -426,8 +426,8 @@ def sample_tokens(
 
     - **top-k** (with or without top-p): the k largest logits lie in the k blocks (of 16
       tokens V / 16 apart) with the largest maxima. One pass takes the block maxima, a
-      bisection on those (16x fewer values) finds the k-th largest, and a cumulative sum and a
-      scatter gather the selected blocks (`top_k_method="sort"`: the candidates are
+      bisection on those (16x fewer values) finds a bound below the k-th largest, and
+      `_compact` lists the selected blocks (`top_k_method="sort"`: the candidates are
       `ops.top_k`'s k instead). The cuts (`top_k_threshold`; the nucleus by bisection, by
       the sorted candidates' cumulative mass, or by the rejection chain below) and the draw
       run on these ~16 k candidates, with their `token_uniforms`: **the token `gumbel_tokens`
@@ -501,7 +501,19 @@ def sample_tokens(
     return _two_level_sample(z, keys, lowest, top_p)
 
 
-_BLOCK = 16  # tokens per block of the top-k candidate search
+_BLOCK = 16  # tokens per block of the top-k candidate search and of the two-level draw
+
+
+def _strided_blocks(x, fill: float):
+    """`x` `[N, V]` as `[N, 16, ⌈V/16⌉]` blocks of 16 tokens ⌈V/16⌉ apart: token j at
+    `[j // ⌈V/16⌉, j mod ⌈V/16⌉]`, padded with `fill` (the id of slot s of block b is
+    `s · ⌈V/16⌉ + b`). Sums and maxima over a block then reduce the major axis, which XLA on CPU
+    fuses into one pass; over a 16-wide minor axis it calls a slower library reduction."""
+    rows, vocab = ops.shape(x)[0], int(x.shape[-1])
+    blocks = -(-vocab // _BLOCK)
+    if blocks * _BLOCK != vocab:
+        x = ops.pad(x, ((0, 0), (0, blocks * _BLOCK - vocab)), constant_values=fill)
+    return ops.reshape(x, (rows, _BLOCK, blocks))
 
 
 def _top_k_capacity(k: int) -> int:
@@ -576,11 +588,8 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         # Logits tied with the k-th beyond the k returned: the candidates miss some.
         overflow = ops.any(_count(z >= values[:, k - 1 : k]) > k)
     else:
-        blocks = -(-vocab // _BLOCK)
-        padded = z
-        if blocks * _BLOCK != vocab:
-            padded = ops.pad(z, ((0, 0), (0, blocks * _BLOCK - vocab)), constant_values=-inf)
-        grouped = ops.reshape(padded, (rows, _BLOCK, blocks))  # token j: [j // blocks, j % blocks]
+        grouped = _strided_blocks(z, -inf)
+        blocks = int(grouped.shape[-1])
         maxima = ops.max(grouped, axis=1)
         # Every token among the k largest lies in a block whose maximum is among the k
         # largest maxima: at least k tokens are >= the k-th largest maximum. Any bound below
@@ -656,9 +665,8 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
 
 def _two_level_sample(z, keys, lowest=None, top_p=None):
     """A token from `softmax(z)` over `z >= lowest` (and, with `top_p`, its nucleus), drawn in
-    two levels: a block of 16 tokens (token j in block j mod V/16: the block sums then run over
-    the major axis of `[N, 16, V/16]`, one fused pass under XLA on CPU, where a 16-wide minor
-    axis is a slower library reduction) with probability proportional to its mass, then a token
+    two levels: a block of 16 tokens (`_strided_blocks`) with probability proportional to its
+    mass, then a token
     of that block (each by an exponential race over its own hashed uniforms: `[N, V/16]` and
     `[N, 16]` of them, not `[N, V]`). With `top_p`, the rejection chain of `_nucleus_chain` with
     a fresh draw per round from the tokens above the bound: exact, because the nucleus lies
@@ -668,16 +676,12 @@ def _two_level_sample(z, keys, lowest=None, top_p=None):
     the draw uses), not the logits: the loop then reads one `[N, V]` tensor, not two (logits
     whose weights round to the same float32 are tied, as equal probabilities)."""
     rows, vocab = ops.shape(z)[0], int(z.shape[-1])
-    blocks = -(-vocab // _BLOCK)
     top, _ = _row_floor(z)
     floor = top - _ZERO_PROBABILITY  # (z >= max(min z, floor) is z >= floor: no min needed)
     if lowest is not None:
         floor = ops.maximum(floor, lowest)
-    weights = ops.where(z >= floor, ops.exp(z - top), ops.zeros_like(z))
-    if blocks * _BLOCK != vocab:
-        padding = ((0, 0), (0, blocks * _BLOCK - vocab))
-        weights = ops.pad(weights, padding, constant_values=0.0)
-    weights = ops.reshape(weights, (rows, _BLOCK, blocks))  # token j: [j // blocks, j % blocks]
+    weights = _strided_blocks(ops.where(z >= floor, ops.exp(z - top), ops.zeros_like(z)), 0.0)
+    blocks = int(weights.shape[-1])
     masses = ops.sum(weights, axis=1)  # [N, blocks]
     block_counters = ops.expand_dims(ops.arange(blocks, dtype="int32"), 0)
     token_counters = ops.expand_dims(ops.arange(blocks, blocks + _BLOCK, dtype="int32"), 0)
