@@ -117,6 +117,14 @@ def _row_floor(z):
     return top, floor
 
 
+def _unmerged(x):
+    """`x` with NaN as 0: an elementwise step that stops XLA from merging a reduction of `x`
+    with the reduction that made it. The row maximum of `[N, V/16]` block maxima is otherwise
+    rewritten as one maximum over all `[N, V]` logits, which XLA on CPU hands to a library
+    reduction ~30x slower than reading the maxima (65 us at `[64, 8000]`)."""
+    return ops.where(ops.isnan(x), ops.zeros_like(x), x)
+
+
 def _count(keep):
     return ops.sum(ops.cast(keep, "int32"), axis=-1, keepdims=True)
 
@@ -424,13 +432,14 @@ def sample_tokens(
     The random numbers are a function of `(seed, t, row)` and a counter only (as
     `token_uniforms`), and only those of the tokens that can win are hashed:
 
-    - **top-k** (with or without top-p): the k largest logits lie in the k blocks (of 16
-      tokens V / 16 apart) with the largest maxima. One pass takes the block maxima, a
-      bisection on those (16x fewer values) finds a bound below the k-th largest, and
+    - **top-k** (with or without top-p): the k largest logits lie in the k blocks (of b
+      tokens V / b apart: b = 16 for top-k alone, 8 with top-p, whose cuts then read half as
+      many candidates) with the largest maxima. One pass takes the block maxima, a
+      bisection on those (b times fewer values) finds a bound below the k-th largest, and
       `_compact` lists the selected blocks (`top_k_method="sort"`: the candidates are
       `ops.top_k`'s k instead). The cuts (`top_k_threshold`; the nucleus by bisection, by
       the sorted candidates' cumulative mass, or by the rejection chain below) and the draw
-      run on these ~16 k candidates, with their `token_uniforms`: **the token `gumbel_tokens`
+      run on these ~b k candidates, with their `token_uniforms`: **the token `gumbel_tokens`
       draws with `token_uniforms(seed, t, N, V)`** (up to float32 rounding at a cut). When
       ties select more blocks than the candidates hold (or more than k tokens tie at the k-th
       logit, with "sort"), the batch is drawn by `gumbel_tokens` over all V. Used when the
@@ -501,19 +510,23 @@ def sample_tokens(
     return _two_level_sample(z, keys, lowest, top_p)
 
 
-_BLOCK = 16  # tokens per block of the top-k candidate search and of the two-level draw
+_BLOCK = 16  # tokens per block of the two-level draw and of top-k's candidate search
+# Tokens per block of the candidate search when a cut runs on the candidates (top-k with top-p):
+# half the candidates, so the cut's passes read half as much, for twice the block maxima (the
+# cut's passes outnumber the search's; top-k alone has no cut and keeps 16; BENCHMARKS.md §4).
+_CUT_BLOCK = 8
 
 
-def _strided_blocks(x, fill: float):
-    """`x` `[N, V]` as `[N, 16, ⌈V/16⌉]` blocks of 16 tokens ⌈V/16⌉ apart: token j at
-    `[j // ⌈V/16⌉, j mod ⌈V/16⌉]`, padded with `fill` (the id of slot s of block b is
-    `s · ⌈V/16⌉ + b`). Sums and maxima over a block then reduce the major axis, which XLA on CPU
-    fuses into one pass; over a 16-wide minor axis it calls a slower library reduction."""
+def _strided_blocks(x, fill: float, size: int = _BLOCK):
+    """`x` `[N, V]` as `[N, b, ⌈V/b⌉]` blocks of `b = size` tokens ⌈V/b⌉ apart: token j at
+    `[j // ⌈V/b⌉, j mod ⌈V/b⌉]`, padded with `fill` (the id of slot s of block c is
+    `s · ⌈V/b⌉ + c`). Sums and maxima over a block then reduce the major axis, which XLA on CPU
+    fuses into one pass; over a narrow minor axis it calls a slower library reduction."""
     rows, vocab = ops.shape(x)[0], int(x.shape[-1])
-    blocks = -(-vocab // _BLOCK)
-    if blocks * _BLOCK != vocab:
-        x = ops.pad(x, ((0, 0), (0, blocks * _BLOCK - vocab)), constant_values=fill)
-    return ops.reshape(x, (rows, _BLOCK, blocks))
+    blocks = -(-vocab // size)
+    if blocks * size != vocab:
+        x = ops.pad(x, ((0, 0), (0, blocks * size - vocab)), constant_values=fill)
+    return ops.reshape(x, (rows, size, blocks))
 
 
 def _top_k_capacity(k: int) -> int:
@@ -532,15 +545,17 @@ def _compact(selected, capacity: int):
     cost more than the whole search; BENCHMARKS.md section 4): the entries are counted in
     groups of 16 (`c_g`, the count through group g), slot r's group is the number of groups
     with `c_g <= r`, and its place in the group the number of the group's running counts
-    that are still `<= r`.
+    that are still `<= r`. The two running counts are products with triangular matrices of
+    ones (`_running_count`), not `ops.cumsum`.
     """
     rows, size = ops.shape(selected)[0], int(selected.shape[-1])
     groups = -(-size // _GROUP)
     flags = ops.cast(selected, "int32")
     if groups * _GROUP != size:
         flags = ops.pad(flags, ((0, 0), (0, groups * _GROUP - size)))
-    running = ops.cumsum(ops.reshape(flags, (rows, groups, _GROUP)), axis=-1)  # within a group
-    through = ops.cumsum(running[:, :, -1], axis=-1)  # [N, G]: selected through group g
+    running = _running_count(ops.reshape(flags, (rows * groups, _GROUP)))  # within a group
+    running = ops.reshape(running, (rows, groups, _GROUP))
+    through = _running_count(running[:, :, -1])  # [N, G]: selected through group g
     slot = ops.reshape(ops.arange(capacity, dtype="int32"), (1, capacity, 1))
     group = ops.sum(ops.cast(ops.expand_dims(through, 1) <= slot, "int32"), axis=-1)  # [N, C]
     found = group < groups
@@ -549,6 +564,18 @@ def _compact(selected, capacity: int):
     counts = ops.take_along_axis(running, ops.expand_dims(group, -1), axis=1)  # [N, C, 16]
     place = ops.sum(ops.cast(counts + ops.expand_dims(before, -1) <= slot, "int32"), axis=-1)
     return ops.where(found, group * _GROUP + place, -ops.ones_like(place))
+
+
+def _running_count(counts):
+    """int32 `ops.cumsum(counts, axis=-1)` of a non-negative int32 `[R, n]` with sums below
+    2**24, as a float32 product with the upper-triangular `[n, n]` matrix of ones (exact:
+    every partial sum is an integer below 2**24). XLA on CPU lowers `cumsum` to a
+    reduce-window that took 75-80 us at `[64, 64, 16]` inside the decoding loop; the product
+    is a small GEMM (BENCHMARKS.md section 4)."""
+    n = int(counts.shape[-1])
+    steps = ops.arange(n, dtype="int32")
+    upper = ops.cast(ops.expand_dims(steps, 1) <= ops.expand_dims(steps, 0), "float32")
+    return ops.cast(ops.matmul(ops.cast(counts, "float32"), upper), "int32")
 
 
 def _race(weights, uniforms):
@@ -588,7 +615,8 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         # Logits tied with the k-th beyond the k returned: the candidates miss some.
         overflow = ops.any(_count(z >= values[:, k - 1 : k]) > k)
     else:
-        grouped = _strided_blocks(z, -inf)
+        size = _BLOCK if top_p is None else _CUT_BLOCK
+        grouped = _strided_blocks(z, -inf, size)
         blocks = int(grouped.shape[-1])
         maxima = ops.max(grouped, axis=1)
         # Every token among the k largest lies in a block whose maximum is among the k
@@ -598,18 +626,18 @@ def _top_k_sample(z, keys, k, top_p, method, temperature=1.0):
         capacity = _top_k_capacity(k)
         # (<= the k-th largest logit; its 6-7 passes written out: a loop nested in the
         # decoding loop costs more per pass, see `_rounds`.)
-        bound = _count_threshold(maxima, k, capacity, unrolled=7)
+        bound = _count_threshold(_unmerged(maxima), k, capacity, unrolled=7)
         selected = maxima >= bound
         overflow = ops.any(_count(selected) > capacity)
         index = _compact(selected, capacity)  # [N, capacity]; -1 past the last selected block
         valid = ops.expand_dims(index >= 0, 1)
         index = ops.expand_dims(ops.maximum(index, 0), 1)  # [N, 1, capacity]
-        gathered = ops.take_along_axis(grouped, index, axis=2)  # [N, 16, capacity]
+        gathered = ops.take_along_axis(grouped, index, axis=2)  # [N, size, capacity]
         values = ops.reshape(
-            ops.where(valid, gathered, ops.full_like(gathered, -inf)), (rows, capacity * _BLOCK)
+            ops.where(valid, gathered, ops.full_like(gathered, -inf)), (rows, capacity * size)
         )
         # (Slot-major, blocks in order: the candidates' ids ascend, as over all V.)
-        slots = ops.reshape(ops.arange(_BLOCK, dtype="int32"), (1, _BLOCK, 1))
+        slots = ops.reshape(ops.arange(size, dtype="int32"), (1, size, 1))
         ids = ops.reshape(slots * blocks + index, (rows, -1))
     if temperature != 1.0:
         values = values / temperature
