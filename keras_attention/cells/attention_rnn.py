@@ -208,12 +208,21 @@ class AttentionRNN(keras.layers.Layer):
             check_rank(self.name, "sequences", ids.shape, (2,))
             if mask is None and hasattr(embedding, "compute_mask"):
                 mask = embedding.compute_mask(ids)
+        cell = self.cell
+        sampled = self._sampling is not None and training
+        # The fused decoder reads the table itself (see `_fused_call`): no lookup first.
+        fused_ids = (
+            ids is not None
+            and not sampled
+            and fusable(self, cell, None, training)
+            and _foldable(embedding, cell)
+        )
+        if ids is not None and not fused_ids:
             sequences = embed_ids(embedding, ids)
-        check_mask("mask", mask, sequences, "sequences")
+        check_mask("mask", mask, ops.expand_dims(ids, -1) if fused_ids else sequences, "sequences")
         check_mask("memory_mask", memory_mask, memory, "memory")
         batch = ops.shape(sequences)[0]
         memory_steps = ops.shape(memory)[1]
-        cell = self.cell
         prepared = cell.prepare_memory(memory, memory_mask)
         if training:  # random inputs drawn here, not inside the loop (see draw_step_noise)
             prepared = cell.draw_step_noise(prepared, ops.shape(sequences)[1], training)
@@ -226,6 +235,11 @@ class AttentionRNN(keras.layers.Layer):
         last = ops.zeros((batch, cell.output_size), dtype)
         if sequences.shape[1] == 0:  # no steps: empty outputs, the initial state unchanged
             return self._no_steps(batch, memory_steps, states, last)
+        if fused_ids:
+            step_mask = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
+            return self._fused_call(
+                ops.transpose(ids, (1, 0)), states, prepared, step_mask, embedding
+            )
         if mask is not None:  # padded steps may hold anything (NaN): keep it out of the cell
             mask = ops.cast(mask, "bool")
             sequences = ops.where(ops.expand_dims(mask, -1), sequences, ops.zeros_like(sequences))
@@ -233,12 +247,9 @@ class AttentionRNN(keras.layers.Layer):
         sequences_t = ops.transpose(sequences, (1, 0, 2))  # [T, B, d_y]
         step_mask = None if mask is None else ops.transpose(mask, (1, 0))
         sampler = None
-        if self._sampling is not None and training:
+        if sampled:
             sampler = self._sampler(sequences, embedding, output_layer)
         if fusable(self, cell, sampler, training):
-            if ids is not None and _foldable(embedding, cell):
-                ids_t = ops.transpose(ids, (1, 0))  # [T, B]
-                return self._fused_call(ids_t, states, prepared, step_mask, embedding)
             return self._fused_call(sequences_t, states, prepared, step_mask)
         inputs = cell.project_inputs(sequences_t)  # [T, B, .]
 

@@ -351,6 +351,31 @@ def test_token_ids_equal_embedding_first(vocabulary, folded, monkeypatch):
     assert np.all(table[unused] == 0.0) and np.all(table[0] == 0.0)  # (id 0: padding only)
 
 
+def test_token_ids_into_the_fused_decoder_skip_the_lookup(monkeypatch):
+    """Ids going to the fused decoder are not embedded first (it reads the table itself; the
+    lookup was dead work when run eagerly); the stepped loop still embeds them."""
+    from keras_attention.cells import attention_rnn
+
+    lookups = []
+    embed = attention_rnn.embed_ids
+    monkeypatch.setattr(
+        attention_rnn, "embed_ids", lambda e, ids: lookups.append(ids.shape) or embed(e, ids)
+    )
+    rng = np.random.default_rng(5)
+    _, memory, memory_mask, _, _, _ = _inputs(rng)
+    ids = _ids(rng, 9)
+    rnn = _ids_rnn(9)
+    rnn(ids, memory, memory_mask=memory_mask)
+    lookups.clear()
+    got = to_numpy(rnn(ids, memory, memory_mask=memory_mask)[0])
+    assert lookups == ([] if BACKEND in FUSED_BACKENDS else [(B, T)])
+    rnn._allow_fused = False
+    lookups.clear()
+    want = to_numpy(rnn(ids, memory, memory_mask=memory_mask)[0])
+    assert lookups == [(B, T)]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @needs_fused
 def test_token_ids_fold_decided_at_run_time_when_shapes_are_unknown():
     """A TensorFlow graph traced with unknown batch and length chooses fold or look-up with
