@@ -57,12 +57,13 @@ from keras_attention.functional.scores import matmul
 from keras_attention.functional.softmax import _mask_value
 
 
-def fusable(rnn, cell, sampler, training) -> bool:
-    """Whether `AttentionRNN.call` may run `luong_lstm_sequence` for this cell and call."""
+def fusable(rnn, cell, sampled, training) -> bool:
+    """Whether `AttentionRNN.call` may run `luong_lstm_sequence` for this cell and call
+    (`sampled`: scheduled sampling feeds this call's inputs, which the fused loop cannot)."""
     from keras_attention.cells.luong_attention_cell import LuongAttentionCell
     from keras_attention.layers.luong_attention import LuongAttention
 
-    if not getattr(rnn, "_allow_fused", True) or sampler is not None:
+    if not getattr(rnn, "_allow_fused", True) or sampled:
         return False
     if keras.backend.backend() not in ("tensorflow", "jax"):
         return False  # PyTorch's custom gradients take a single output

@@ -210,13 +210,9 @@ class AttentionRNN(keras.layers.Layer):
                 mask = embedding.compute_mask(ids)
         cell = self.cell
         sampled = self._sampling is not None and training
+        fused = fusable(self, cell, sampled, training)
         # The fused decoder reads the table itself (see `_fused_call`): no lookup first.
-        fused_ids = (
-            ids is not None
-            and not sampled
-            and fusable(self, cell, None, training)
-            and _foldable(embedding, cell)
-        )
+        fused_ids = fused and ids is not None and _foldable(embedding, cell)
         if ids is not None and not fused_ids:
             sequences = embed_ids(embedding, ids)
         check_mask("mask", mask, ops.expand_dims(ids, -1) if fused_ids else sequences, "sequences")
@@ -235,22 +231,19 @@ class AttentionRNN(keras.layers.Layer):
         last = ops.zeros((batch, cell.output_size), dtype)
         if sequences.shape[1] == 0:  # no steps: empty outputs, the initial state unchanged
             return self._no_steps(batch, memory_steps, states, last)
+        mask = None if mask is None else ops.cast(mask, "bool")
+        step_mask = None if mask is None else ops.transpose(mask, (1, 0))
         if fused_ids:
-            step_mask = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
             return self._fused_call(
                 ops.transpose(ids, (1, 0)), states, prepared, step_mask, embedding
             )
         if mask is not None:  # padded steps may hold anything (NaN): keep it out of the cell
-            mask = ops.cast(mask, "bool")
             sequences = ops.where(ops.expand_dims(mask, -1), sequences, ops.zeros_like(sequences))
         # Whatever depends on the inputs only is computed here, once, not inside the loop.
         sequences_t = ops.transpose(sequences, (1, 0, 2))  # [T, B, d_y]
-        step_mask = None if mask is None else ops.transpose(mask, (1, 0))
-        sampler = None
-        if sampled:
-            sampler = self._sampler(sequences, embedding, output_layer)
-        if fusable(self, cell, sampler, training):
+        if fused:
             return self._fused_call(sequences_t, states, prepared, step_mask)
+        sampler = self._sampler(sequences, embedding, output_layer) if sampled else None
         inputs = cell.project_inputs(sequences_t)  # [T, B, .]
 
         def step(t, x_t, carry):

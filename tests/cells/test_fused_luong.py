@@ -129,19 +129,19 @@ def _inputs(rng, dtype="float32"):
 def test_which_models_take_the_fused_path(make, expected):
     rnn = make()
     rnn(np.ones((2, 3, 4), "float32"), np.ones((2, 5, UNITS), "float32"))
-    assert fusable(rnn, rnn.cell, None, False) is (expected and BACKEND in FUSED_BACKENDS)
+    assert fusable(rnn, rnn.cell, False, False) is (expected and BACKEND in FUSED_BACKENDS)
     rnn._allow_fused = False
-    assert not fusable(rnn, rnn.cell, None, False)
+    assert not fusable(rnn, rnn.cell, False, False)
 
 
 def test_attention_dropout_in_training_and_mixed_precision_take_the_stepped_loop():
     rnn = AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(dropout=0.2)))
     rnn(np.ones((2, 3, 4), "float32"), np.ones((2, 5, 4), "float32"))
-    assert not fusable(rnn, rnn.cell, None, True)
-    assert fusable(rnn, rnn.cell, None, False) is (BACKEND in FUSED_BACKENDS)
+    assert not fusable(rnn, rnn.cell, False, True)
+    assert fusable(rnn, rnn.cell, False, False) is (BACKEND in FUSED_BACKENDS)
     mixed = _rnn(dtype="mixed_bfloat16")
     mixed(np.ones((2, 3, 4), "float32"), np.ones((2, 5, D_H), "float32"))
-    assert not fusable(mixed, mixed.cell, None, False)
+    assert not fusable(mixed, mixed.cell, False, False)
 
 
 # ------------------------------------------------------------------ the same numbers
@@ -201,7 +201,7 @@ def test_fused_gradients_match_finite_differences_float64():
         randomize_weights(rnn, rng)
         for w in rnn.weights:
             w.assign(to_numpy(w).astype(np.float64) + 1e-3 * rng.normal(size=w.shape))
-        assert fusable(rnn, rnn.cell, None, True)
+        assert fusable(rnn, rnn.cell, False, True)
         y, memory, memory_mask, step_mask, h0, c0 = inputs
         tensors = [variable(x, name=n) for x, n in zip((y, memory, h0), "y m h".split())]
         shapes = [(B, T, 5), (B, T, S), (B, UNITS), (B, UNITS), (B, 5)]
