@@ -331,9 +331,22 @@ def test_sigmoid_noise_only_in_training_and_its_distribution():
 
 @pytest.mark.parametrize("make", [c[1] for c in ALL_LAYERS], ids=[c[0] for c in ALL_LAYERS])
 def test_mixed_precision(make):
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(11)
     query, value, mask = random_batch(rng, d_query=5, d_memory=5)
     layer = make()
+    layer.build([query.shape, value.shape])
+    hard = getattr(layer, "mode", None) == "hard"
+    _randomize(layer, rng, bias=1.0 if hard else None)  # fixed weights, not the initialisers
+    if hard:
+        # "hard" decides on the sign of each energy, and float16 moves these energies (|e| of a
+        # few units, 5-term dots) by up to ~5e-3: a decision that close to 0 may flip between
+        # hosts (this test was flaky while the kernel came from the unseeded initialiser).
+        # Seed 11 keeps every valid energy at least 0.11 from 0; checked here.
+        w = layer_weights(layer)
+        energies = np.stack(
+            [ref.general_energy(query[:, t], value, w) for t in range(query.shape[1])], 1
+        ) + float(w["score_bias"])
+        assert np.min(np.abs(energies)[np.broadcast_to(mask[:, None], energies.shape)]) > 0.05
     out32, w32 = layer([query, value], mask=[None, mask], return_attention_scores=True)
     keras.config.set_dtype_policy("mixed_float16")
     mixed = make()
