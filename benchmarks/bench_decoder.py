@@ -23,6 +23,11 @@ One train step = forward, loss, backward, Adam update. Our contenders (jit_compi
 - `ours tf.function, stepped cell` (`--stepped`): the same with the fused decoder turned off
   (`AttentionRNN` steps the cell and differentiates the loop automatically, as for any other
   cell): what the fused forward/backward of `cells/_fused_luong.py` gains.
+- `ours tf.function, 1-position memory` (`--attention-free`): the same model and step over a
+  memory of one position (S = 1): the attention's mat-vecs and softmax shrink to nothing and
+  everything else (LSTM, W_c, projections, output layer, loss, Adam) stays. Its time is what
+  our decoder costs without the attention's S-dependent work; the script prints how much of
+  2× tfa's time that leaves for the attention over S positions, and what ours spends on it.
 - `plain keras LSTM, no attention (floor)`: the same embedding, `keras.layers.LSTM(256)` and
   output layer without attention, in the same hand-written step: what the decoder costs
   without attention. The script prints ours / plain (the attention's cost; the goal is
@@ -86,6 +91,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,7 +216,7 @@ def function_step(T, S, d, vocab, jit, data, build=None) -> tuple[Callable, kera
 @dataclass
 class Case:
     name: str
-    contender: str  # "ours" | "unfolded" | "stepped" | "plain" | "tfa" | "matmul"
+    contender: str  # "ours" | "unfolded" | "stepped" | "free" | "plain" | "tfa" | "matmul"
     jit: bool | None
     flops: float
     run: Callable | None = field(default=None, repr=False)  # one step; returns loss
@@ -293,7 +299,7 @@ def warm_and_calibrate(case, worker, warmup, block_seconds) -> None:
 
 def interleaved(cases: list[Case]) -> list[Case]:
     """Ours (and the plain-LSTM floor) and tfa alternating (ours, tfa, ours, ...), then the rest."""
-    ours = [c for c in cases if c.contender in ("ours", "unfolded", "stepped", "plain")]
+    ours = [c for c in cases if c.contender in ("ours", "unfolded", "stepped", "free", "plain")]
     tfa = [c for c in cases if c.contender == "tfa"]
     order = []
     while ours or tfa:
@@ -535,6 +541,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="also time ours with the Embedding before AttentionRNN (no table fold)",
     )
+    parser.add_argument(
+        "--attention-free",
+        action="store_true",
+        help="also time ours over a 1-position memory (the attention's S-dependent work gone)",
+    )
     parser.add_argument("--matmul-n", type=int, default=None)
     parser.add_argument(
         "--scan-lengths",
@@ -610,6 +621,7 @@ def build_cases(
     no_plain: bool,
     stepped: bool = False,
     embedded_first: bool = False,
+    attention_free: bool = False,
 ) -> tuple:
     """Ours (fit and tf.function), tfa's (in its worker), the plain LSTM floor, each without
     and with XLA, then the matmul reference; ours' weight count and initial losses."""
@@ -633,6 +645,13 @@ def build_cases(
         if stepped:
             run, _ = function_step(T, S, d, V, jit, data, build=build_stepped_model)
             cases.append(Case("ours tf.function, stepped cell", "stepped", jit, flops, run))
+        if attention_free:
+            # Keras warns on a softmax over one position: here that is the point.
+            warnings.filterwarnings("ignore", message="You are using a softmax over axis")
+            B = len(data[0])
+            run, _ = function_step(T, 1, d, V, jit, make_data(B, T, 1, d, V))
+            free_flops = step_flops(B, T, 1, d, d, d, d, V)
+            cases.append(Case("ours tf.function, 1-position memory", "free", jit, free_flops, run))
         if worker:
             cases.append(Case("tfa 0.23 AttentionWrapper", "tfa", jit, flops))
         if not no_plain:
@@ -820,7 +839,36 @@ def time_ratios(cases: list[Case]) -> dict:
             f"(jit {best['tfa'].jit}): {ratio:.2f}× the time ({1 / ratio:.2f}× tfa's speed; "
             "goal >= 2×)"
         )
+    floor_ratios.update(attention_budget(cases, best))
     return floor_ratios
+
+
+def attention_budget(cases: list[Case], best: dict) -> dict:
+    """With `--attention-free`: ours over a 1-position memory (the attention's S-dependent work
+    gone), at the fastest ours' jit setting, against half the fastest tfa's time: what the
+    2× goal leaves for the attention, and what ours spends on it (printed and returned)."""
+    if "ours" not in best:
+        return {}
+    ours = best["ours"]
+    free = next((c for c in cases if c.contender == "free" and c.jit is ours.jit), None)
+    if not (free and free.times and ours.times):
+        return {}
+    spent = C.median([t - f for t, f in zip(ours.times, free.times, strict=True)])
+    out = {"attention_free_ms": 1e3 * C.median(free.times), "attention_ms": 1e3 * spent}
+    line = (
+        f"attention-free (jit {ours.jit}): ours over a 1-position memory "
+        f"{out['attention_free_ms']:.1f} ms; the attention over S positions costs "
+        f"{out['attention_ms']:.1f} ms of ours (median of per-round differences)"
+    )
+    if "tfa" in best:
+        half = 1e3 * C.median(best["tfa"].times) / 2
+        out["two_x_tfa_ms"] = half
+        line += (
+            f"; 2× the fastest tfa is {half:.1f} ms, which leaves "
+            f"{half - out['attention_free_ms']:.1f} ms for the attention"
+        )
+    print(line)
+    return out
 
 
 def main(argv=None) -> dict:
@@ -834,8 +882,9 @@ def main(argv=None) -> dict:
     data = make_data(B, T, S, d, V)
     worker, tfa_info = start_tfa_worker(cfg)
     cases, n_weights, initial_losses = build_cases(
-        cfg, data, flops, worker, args.no_plain, args.stepped, args.embedded_first
-    )
+        cfg, data, flops, worker, args.no_plain, args.stepped, args.embedded_first,
+        args.attention_free,
+    )  # fmt: skip
 
     info = C.machine_info()
     info["code"] = C.code_version()

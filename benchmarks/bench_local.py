@@ -43,7 +43,15 @@ training its windows are fused, see `LocalAttentionBase._local_path`) and
 and without XLA), and
 `floor`: the dense work every local_predictive formulation must do (query projection, position
 network, one read of the inputs, one write of the output); the script multiplies it by
-1 + (2D+1)/d for the window arithmetic and prints local / floor. `--forward` times the forward
+1 + (2D+1)/d for the window arithmetic and prints local / floor; and `sorted_bound` (not run by
+default): a floor for exact formulations that sort the queries by centre, timed rather than
+estimated — the same dense part, the argsort of the centres, the projected queries permuted
+into sorted order and the contexts back, and local_monotonic's blocks (Q queries against one
+contiguous span of Q + 2D keys: no gather, no scatter) over the sorted queries, as if every
+block of sorted queries fitted one such span: nothing is spent on blocks whose centres spread
+wider, which an exact formulation must handle (the tiles do). It computes no local-p attention
+(the blocks take the centres to be 0, 1, 2, …): it prices the layout. The script prints
+local_predictive / sorted_bound. `--forward` times the forward
 pass only; `--clock cpu` reports the process CPU time (all threads) instead of wall time, for a
 machine shared with other jobs; `--global-max-size` skips global attention above a size.
 
@@ -70,6 +78,8 @@ import _common as C  # first: sets the TF/Keras environment before they are impo
 ALIGNMENTS = ("global", "local_predictive", "local_monotonic", "floor")
 # The same layers forced onto the gathered-window path (the formulation before blocks and tiles).
 WINDOW_PATHS = ("local_predictive/windows", "local_monotonic/windows", "local_predictive/tiles")
+# Timed lower bounds that are not layers (see the docstring).
+BOUNDS = ("sorted_bound",)
 # Issue 15's goals: (speed-up of local_predictive over global, at T = S).
 TARGETS = {"training": (30.0, 8192), "forward": (10.0, 4096)}
 
@@ -90,12 +100,14 @@ def worker(cfg: dict) -> dict:
     import tensorflow as tf
 
     from keras_attention import LuongAttention
+    from keras_attention.functional import blocked_window_attention
 
     B, L, d = cfg["batch"], cfg["size"], cfg["dim"]
     rng = np.random.default_rng(0)
     query = tf.constant(rng.standard_normal((B, L, d)), "float32")
     memory = tf.constant(rng.standard_normal((B, L, d)), "float32")
-    floor = cfg["alignment"] == "floor"
+    floor = cfg["alignment"] in ("floor", "sorted_bound")
+    sorted_bound = cfg["alignment"] == "sorted_bound"
     alignment = cfg["alignment"].split("/")[0]
     layer = LuongAttention(
         score_mode="general",
@@ -120,11 +132,22 @@ def worker(cfg: dict) -> dict:
         logit = tf.linalg.matvec(
             tf.tanh(tf.matmul(flat, layer.position_kernel)), layer.position_vector
         )
-        return (
-            tf.reshape(projected, tf.shape(q))
-            * tf.reshape(tf.sigmoid(logit), tf.shape(q)[:2])[..., None]
-            + m
-        )
+        gate = tf.reshape(tf.sigmoid(logit), tf.shape(q)[:2])  # p_t / S
+        projected = tf.reshape(projected, tf.shape(q))
+        if not sorted_bound:
+            return projected * gate[..., None] + m
+        # The sorted layout's least work (see the docstring): sort by centre, permute the
+        # queries, blocks over contiguous spans, permute the contexts back.
+        center = tf.cast(tf.floor(gate * L + 0.5), "int32")
+        order = tf.argsort(center, axis=-1, stable=True)
+        rows = tf.broadcast_to(tf.range(B)[:, None], tf.shape(order))
+        inverse = tf.scatter_nd(
+            tf.stack([rows, order], -1), tf.broadcast_to(tf.range(L)[None], tf.shape(order)),
+            tf.shape(order),
+        )  # fmt: skip
+        ordered = tf.gather(projected, order, batch_dims=1)
+        context, _ = blocked_window_attention(ordered, m, m, cfg["radius"])
+        return tf.gather(context, inverse, batch_dims=1) * gate[..., None]
 
     @tf.function(jit_compile=cfg["jit"])
     def step(q, m):
@@ -190,7 +213,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--radius", type=int, default=10, help="D, the window half-width")
     parser.add_argument(
-        "--alignments", nargs="+", default=list(ALIGNMENTS), choices=ALIGNMENTS + WINDOW_PATHS
+        "--alignments",
+        nargs="+",
+        default=list(ALIGNMENTS),
+        choices=ALIGNMENTS + WINDOW_PATHS + BOUNDS,
     )
     parser.add_argument("--jit-compile", action="store_true", help="tf.function(jit_compile=True)")
     parser.add_argument("--forward", action="store_true", help="time the forward pass only")
@@ -420,6 +446,27 @@ def print_floors(results: dict, cfg: dict) -> dict:
     return floors
 
 
+def print_sorted_bound(results: dict, cfg: dict) -> dict:
+    """local_predictive's time over the sorted layout's least work, per size (printed; empty
+    unless both ran)."""
+    if not {"sorted_bound", "local_predictive"} <= set(cfg["alignments"]):
+        return {}
+    ratios = {}
+    for size in cfg["sizes"]:
+        per_round = [
+            x["step_s"] / b["step_s"]
+            for x, b in zip(
+                results[(size, "local_predictive")], results[(size, "sorted_bound")], strict=True
+            )
+        ]
+        ratios[str(size)] = C.median(per_round)
+        print(
+            f"sorted bound at S={size}: local_predictive = {ratios[str(size)]:.2f}× the sorted "
+            "layout's least work (dense part, sort, permutations, local_monotonic's blocks)"
+        )
+    return ratios
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.worker is not None:
@@ -434,6 +481,7 @@ def main(argv=None) -> dict:
     print_growth_note(cfg["sizes"])
     verdict = check_target(results, records, args.forward)
     floors = print_floors(results, cfg)
+    over_bound = print_sorted_bound(results, cfg)
     print(f"total {elapsed:.0f} s")
     result = {
         "benchmark": "bench_local",
@@ -445,6 +493,7 @@ def main(argv=None) -> dict:
         "results": records,
         "target_met": verdict,
         "local_over_floor": floors,
+        "local_predictive_over_sorted_bound": over_bound,
     }
     return C.write_json(args.json, result)
 
