@@ -76,6 +76,7 @@ Usage:
     python benchmarks/bench_decoder.py --quick                 # tiny sizes, no tfa (< 60 s)
     python benchmarks/bench_decoder.py --repeats 9 --json out.json --profile
     python benchmarks/bench_decoder.py --tfa-python none       # ours only
+    python benchmarks/bench_decoder.py --attention-free        # + ours over a 1-position memory
     python benchmarks/bench_decoder.py --scan-lengths 25,50,100,200   # ours vs T, S=50
 """
 

@@ -60,6 +60,9 @@ Usage:
     python benchmarks/bench_local.py --jit-compile --forward --batch 2 --dim 64 \
         --sizes 1024 4096 16384 --global-max-size 4096 --alignments global local_predictive \
         local_monotonic local_monotonic/windows floor --clock cpu     # issue 15's forward goal
+    python benchmarks/bench_local.py --jit-compile --batch 4 --dim 128 --sizes 8192 \
+        --alignments global local_predictive local_monotonic floor sorted_bound \
+        --rounds 2 --repeats 3 --clock cpu                 # issue 15's training goal, its bound
     python benchmarks/bench_local.py --quick               # tiny sizes, a smoke test
     python benchmarks/bench_local.py --sizes 512 2048 --repeats 3
 """
