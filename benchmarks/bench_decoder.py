@@ -649,9 +649,8 @@ def build_cases(
         if attention_free:
             # Keras warns on a softmax over one position: here that is the point.
             warnings.filterwarnings("ignore", message="You are using a softmax over axis")
-            B = len(data[0])
-            run, _ = function_step(T, 1, d, V, jit, make_data(B, T, 1, d, V))
-            free_flops = step_flops(B, T, 1, d, d, d, d, V)
+            run, _ = function_step(T, 1, d, V, jit, make_data(cfg["B"], T, 1, d, V))
+            free_flops = step_flops(cfg["B"], T, 1, d, d, d, d, V)
             cases.append(Case("ours tf.function, 1-position memory", "free", jit, free_flops, run))
         if worker:
             cases.append(Case("tfa 0.23 AttentionWrapper", "tfa", jit, flops))

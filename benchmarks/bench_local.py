@@ -51,9 +51,9 @@ contiguous span of Q + 2D keys: no gather, no scatter) over the sorted queries, 
 block of sorted queries fitted one such span: nothing is spent on blocks whose centres spread
 wider, which an exact formulation must handle (the tiles do). It computes no local-p attention
 (the blocks take the centres to be 0, 1, 2, …): it prices the layout. The script prints
-local_predictive / sorted_bound. `--forward` times the forward
-pass only; `--clock cpu` reports the process CPU time (all threads) instead of wall time, for a
-machine shared with other jobs; `--global-max-size` skips global attention above a size.
+local_predictive / sorted_bound. `--forward` times the forward pass only; `--clock cpu` reports
+the process CPU time (all threads) instead of wall time, for a machine shared with other jobs;
+`--global-max-size` skips global attention above a size.
 
 Usage:
     python benchmarks/bench_local.py                       # full sweep, 4–5 min on 2 cores
