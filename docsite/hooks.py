@@ -26,8 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import public_api  # noqa: E402
 
 ROOT = public_api.ROOT
-ROOT_PAGES = {"README.md": "index.md", "CHANGELOG.md": "changelog.md", "BENCHMARKS.md": "benchmarks.md"}
-ROOT_TITLES = {"index.md": "Home", "changelog.md": "Changelog", "benchmarks.md": "Benchmarks"}
+ROOT_PAGES = {
+    "README.md": "index.md",
+    "CHANGELOG.md": "changelog.md",
+    "BENCHMARKS.md": "benchmarks.md",
+}
 _LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^()\s]+)((?:\s+\"[^\"]*\")?)\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _GENERATED: dict[str, str] = {}
@@ -54,8 +57,11 @@ def on_config(config, **kwargs):
         if module == public_api.PACKAGE:
             continue
         own = sorted(
-            {p.path: p for (m, _), p in all_pages.items() if m == module and p.kind == "name"
-             and p.identifier.rsplit(".", 1)[0] == module}.values(),
+            {
+                p.path: p
+                for (m, _), p in all_pages.items()
+                if m == module and p.kind == "name" and p.identifier.rsplit(".", 1)[0] == module
+            }.values(),
             key=lambda p: p.title.lower(),
         )
         section = [{"Overview": public_api.module_page(module)}]

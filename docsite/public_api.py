@@ -6,13 +6,13 @@ MkDocs hook (`docsite/hooks.py`) to generate `reference/...` pages and by
 `tests/test_docs_site.py`, which checks against the imported package that every public name has
 a page.
 
-A public module is `keras_attention` or a module or package directly under it (`layers`,
-`metrics`, ...) whose name does not start with `_` and which defines `__all__`; the modules inside
-the subpackages (`decoding/beam_search.py`) are where the code lives, and their public names are
-re-exported by their package (`tests/test_docs_site.py` checks that). Each name gets one page, at
-the subpackage that exports it (`keras_attention.LuongAttention` is documented at
+A public module is `keras_attention` or a module or package under it whose dotted path has no
+part starting with `_` and which defines `__all__`. Each name gets one page, at the shallowest
+public module below `keras_attention` that exports it (`keras_attention.LuongAttention` and
+`keras_attention.layers.luong_attention.LuongAttention` are documented at
 `reference/layers/LuongAttention/`); a name that is itself a public module gets that module's
-index page.
+index page. The modules inside the subpackages (`decoding/beam_search.py`) get a page only for
+the names their package does not re-export (`functional.sampling.sample_tokens`).
 """
 
 from __future__ import annotations
@@ -58,12 +58,39 @@ def public_modules(root: Path = ROOT) -> dict[str, list[str]]:
     found = {}
     for path in sorted((root / PACKAGE).rglob("*.py")):
         name = _module_name(path, root)
-        if name.count(".") > 1 or any(part.startswith("_") for part in name.split(".")):
+        if any(part.startswith("_") for part in name.split(".")):
             continue
         names = _all_of(path)
         if names is not None:
             found[name] = names
+    for name in sorted(found, key=lambda n: -n.count(".")):  # deeper modules: their own names
+        parent = name.rsplit(".", 1)[0]
+        if name.count(".") > 1 and parent in found:
+            own = [n for n in found[name] if n not in found[parent]]
+            if own:
+                found[name] = own
+            else:
+                del found[name]
     return dict(sorted(found.items()))
+
+
+def _source_module(module: str, name: str, root: Path) -> str | None:
+    """The module `name` is imported from in `module`'s file (`from M import name`)."""
+    relative = Path(*module.split("."))
+    path = root / relative / "__init__.py"
+    if not path.is_file():
+        path = (root / relative).with_suffix(".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            return node.module
+    return None
+
+
+def _is_module_file(dotted: str, root: Path) -> bool:
+    relative = Path(*dotted.split("."))
+    return (root / relative / "__init__.py").is_file() or (root / relative).with_suffix(
+        ".py"
+    ).is_file()
 
 
 def module_page(module: str) -> str:
@@ -73,12 +100,15 @@ def module_page(module: str) -> str:
 
 
 def canonical_module(module: str, name: str, modules: dict[str, list[str]]) -> str:
-    """The public module below `module` (or `module` itself) exporting `name`."""
-    best = module
-    for other, names in modules.items():
-        if other.startswith(module + ".") and name in names and other.count(".") > best.count("."):
-            best = other
-    return best
+    """The shallowest public module below `keras_attention` exporting `name` (or `module`)."""
+    candidates = [
+        other
+        for other, names in modules.items()
+        if name in names
+        and other != PACKAGE
+        and (other == module or other.startswith(module + "."))
+    ]
+    return min(candidates, key=lambda m: (m.count("."), m)) if candidates else module
 
 
 def pages(root: Path = ROOT) -> dict[tuple[str, str], Page]:
@@ -98,7 +128,12 @@ def pages(root: Path = ROOT) -> dict[tuple[str, str], Page]:
                 continue
             home = canonical_module(module, name, modules)
             path = "/".join([*module_page(home).split("/")[:-1], f"{name}.md"])
-            result[(module, name)] = Page(path, f"{home}.{name}", name, "name")
+            identifier = f"{home}.{name}"
+            if _is_module_file(identifier, root):  # `decoding.beam_search`: the function, not
+                source = _source_module(home, name, root)  # the module of the same name
+                identifier = f"{source}.{name}"
+                path = path[: -len(".md")] + "_.md"  # beside the module's own folder
+            result[(module, name)] = Page(path, identifier, name, "name")
     return result
 
 

@@ -61,8 +61,12 @@ def check(dist: Path) -> list[str]:
 
     with tarfile.open(sdists[0]) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
-    for required in ("pyproject.toml", "README.md", "keras_attention/__init__.py",
-                     "keras_attention/py.typed"):
+    for required in (
+        "pyproject.toml",
+        "README.md",
+        "keras_attention/__init__.py",
+        "keras_attention/py.typed",
+    ):
         if required not in members:
             problems.append(f"the sdist lacks {required}")
     return problems
