@@ -56,11 +56,12 @@ def on_config(config, **kwargs):
     for module in modules:
         if module == public_api.PACKAGE:
             continue
+        folder = public_api.module_page(module).rsplit("/", 1)[0]
         own = sorted(
             {
                 p.path: p
-                for (m, _), p in all_pages.items()
-                if m == module and p.kind == "name" and p.identifier.rsplit(".", 1)[0] == module
+                for p in all_pages.values()
+                if p.kind == "name" and p.path.rsplit("/", 1)[0] == folder
             }.values(),
             key=lambda p: p.title.lower(),
         )
