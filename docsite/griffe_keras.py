@@ -20,6 +20,7 @@ import griffe
 
 _SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
 _SHARED = re.compile(r"^(\s+)([A-Za-z_]\w*(?:, [A-Za-z_]\w*)+): (.*)$")
+_DEFAULT = re.compile(r"Defaults to `([^`]*)`")
 _ARG = re.compile(r"^(\*{0,2}[A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\))?:\s*(.*)$")
 
 
@@ -55,6 +56,10 @@ def _call_arguments(section: griffe.DocstringSectionAdmonition) -> griffe.Docstr
             params[-1].description += "\n" + line.strip()
     if not params:
         return section
+    for param in params:  # the default the description states (else griffe says "required")
+        default = _DEFAULT.search(param.description)
+        if default:
+            param.value = default.group(1)
     return griffe.DocstringSectionParameters(params, title="Call arguments:")
 
 
