@@ -76,11 +76,11 @@ demo: $(DEMO_STAMP)
 		2> >(grep -v -E '$(TF_NOISE)' >&2)
 
 lint: $(STAMP)
-	$(PY) -m ruff check keras_attention tests examples benchmarks
-	$(PY) -m ruff format --check keras_attention tests examples benchmarks
+	$(PY) -m ruff check keras_attention tests examples benchmarks docsite tests_wheel
+	$(PY) -m ruff format --check keras_attention tests examples benchmarks docsite tests_wheel
 
 format: $(STAMP)
-	$(PY) -m ruff format keras_attention tests examples benchmarks
+	$(PY) -m ruff format keras_attention tests examples benchmarks docsite tests_wheel
 
 bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_layers.py
@@ -134,4 +134,4 @@ test-wheel: dist
 		test_installed_wheel.py; status=$$?; cd /; rm -rf "$$tmp"; exit $$status
 
 docs: $(TOOLS_STAMP)
-	$(TOOLS_VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(TOOLS_VENV)/bin/mkdocs build --strict --site-dir site
