@@ -137,9 +137,13 @@ def pages(root: Path = ROOT) -> dict[tuple[str, str], Page]:
     return result
 
 
-def page_markdown(page: Page, modules: dict[str, list[str]], all_pages: dict) -> str:
+def page_markdown(
+    page: Page, modules: dict[str, list[str]], all_pages: dict, summaries: dict | None = None
+) -> str:
     """The Markdown of one reference page (mkdocstrings' `:::` directive and, for a module, a
-    table of its public names linking to their pages)."""
+    table of its public names linking to their pages, with their docstrings' summary lines
+    where `summaries` (identifier -> line) has them)."""
+    summaries = summaries or {}
     if page.kind == "name":
         return f"::: {page.identifier}\n    options:\n      heading_level: 1\n"
     module = page.identifier
@@ -152,7 +156,7 @@ def page_markdown(page: Page, modules: dict[str, list[str]], all_pages: dict) ->
         "      show_root_heading: false",
         "      show_root_toc_entry: false",
         "",
-        "| Name | Page |",
+        "| Name | Summary |",
         "| --- | --- |",
     ]
     here = page.path.rsplit("/", 1)[0]
@@ -161,7 +165,9 @@ def page_markdown(page: Page, modules: dict[str, list[str]], all_pages: dict) ->
         if target.path == page.path:
             lines.append(f"| `{name}` | this page |")
             continue
-        lines.append(f"| [`{name}`]({_relative(here, target.path)}) | `{target.identifier}` |")
+        summary = summaries.get(target.identifier) or f"`{target.identifier}`"
+        summary = summary.replace("|", "\\|")
+        lines.append(f"| [`{name}`]({_relative(here, target.path)}) | {summary} |")
     if "__version__" in modules[module]:
         lines += ["", f"`{module}.__version__` is the package's version (a string)."]
     return "\n".join(lines) + "\n"
@@ -175,9 +181,12 @@ def _relative(from_dir: str, to_path: str) -> str:
     return "/".join([".."] * (len(a) - common) + b[common:])
 
 
-def generated_files(root: Path = ROOT) -> dict[str, str]:
+def generated_files(root: Path = ROOT, summaries: dict | None = None) -> dict[str, str]:
     """`{path in the docs: Markdown}` for every reference page."""
     modules = public_modules(root)
     all_pages = pages(root)
     unique = {page.path: page for page in all_pages.values()}
-    return {path: page_markdown(page, modules, all_pages) for path, page in sorted(unique.items())}
+    return {
+        path: page_markdown(page, modules, all_pages, summaries)
+        for path, page in sorted(unique.items())
+    }
