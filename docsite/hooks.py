@@ -48,25 +48,39 @@ def _guides() -> list[Path]:
     return sorted((ROOT / "docs").glob("*.md"))
 
 
-def _summaries() -> dict[str, str]:
-    """The first line of every reference page's docstring, read statically by griffe."""
+_STATIC: dict = {}
+
+
+def _static_object(identifier: str):
+    """The object an identifier names, read statically by griffe (the package loaded once per
+    build), or None."""
     import griffe
 
-    package = griffe.load(public_api.PACKAGE, search_paths=[str(ROOT)])
+    if "package" not in _STATIC:
+        _STATIC["package"] = griffe.load(public_api.PACKAGE, search_paths=[str(ROOT)])
+    package = _STATIC["package"]
+    try:
+        obj = package[identifier.split(".", 1)[1]] if "." in identifier else package
+        while obj.is_alias:
+            obj = obj.final_target
+    except Exception:  # noqa: BLE001 - an object griffe cannot resolve has no docstring to read
+        return None
+    return obj
+
+
+def _summaries() -> dict[str, str]:
+    """The first paragraph of every reference page's docstring, on one line."""
     found = {}
     for page in public_api.pages().values():
-        try:
-            obj = package[page.identifier.split(".", 1)[1]] if "." in page.identifier else package
-            while obj.is_alias:
-                obj = obj.final_target
-        except Exception:  # noqa: BLE001 - no docstring to summarise; the page still renders
-            continue
-        if obj.docstring:
-            found[page.identifier] = obj.docstring.value.strip().split("\n\n")[0].replace("\n", " ")
+        obj = _static_object(page.identifier)
+        if obj is not None and obj.docstring:
+            first = obj.docstring.value.strip().split("\n\n")[0]
+            found[page.identifier] = first.replace("\n", " ")
     return found
 
 
 def on_config(config, **kwargs):
+    _STATIC.clear()
     _GENERATED.clear()
     _GENERATED.update(public_api.generated_files(summaries=_summaries()))
     modules = public_api.public_modules()
@@ -157,15 +171,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 
 def _has_examples(identifier: str) -> bool:
     """Whether the object's docstring (found statically) holds a `>>>` example."""
-    import griffe
-
-    try:
-        obj = griffe.load(identifier, search_paths=[str(ROOT)], resolve_aliases=True)
-        while obj.is_alias:
-            obj = obj.final_target
-    except Exception:  # noqa: BLE001 - a name griffe cannot load has no checkable docstring
-        return False
-    return bool(obj.docstring and ">>>" in obj.docstring.value)
+    obj = _static_object(identifier)
+    return bool(obj is not None and obj.docstring and ">>>" in obj.docstring.value)
 
 
 def on_post_build(config, **kwargs):
