@@ -19,7 +19,7 @@ BACKEND_TESTS := -m "not figures and not slow"
 TF_NOISE := absl::InitializeLog|oneDNN custom operations|cudart_stub\.cc|cuda_platform\.cc|failed call to cuInit|cpu_feature_guard\.cc|To enable the following instructions|rebuild TensorFlow with the appropriate
 SHELL := /bin/bash
 
-.PHONY: setup test test-extended test-tensorflow test-tensorflow-slow test-jax test-jax-slow test-torch test-backends-slow test-figures test-fast demo lint format bench clean
+.PHONY: dist test-wheel docs setup test test-extended test-tensorflow test-tensorflow-slow test-jax test-jax-slow test-torch test-backends-slow test-figures test-fast demo lint format bench clean
 
 DEMO_STAMP := $(VENV)/.installed-examples
 
@@ -76,11 +76,11 @@ demo: $(DEMO_STAMP)
 		2> >(grep -v -E '$(TF_NOISE)' >&2)
 
 lint: $(STAMP)
-	$(PY) -m ruff check keras_attention tests examples benchmarks
-	$(PY) -m ruff format --check keras_attention tests examples benchmarks
+	$(PY) -m ruff check keras_attention tests examples benchmarks docsite tests_wheel
+	$(PY) -m ruff format --check keras_attention tests examples benchmarks docsite tests_wheel
 
 format: $(STAMP)
-	$(PY) -m ruff format keras_attention tests examples benchmarks
+	$(PY) -m ruff format keras_attention tests examples benchmarks docsite tests_wheel
 
 bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_layers.py
@@ -90,4 +90,48 @@ bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_backends.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info \
+		$(TOOLS_VENV) $(WHEEL_VENV) site
+
+# ----------------------------------------------------------------------------- release
+# `make dist`: the sdist and the wheel in dist/, checked by `twine check --strict` and by
+# tests_wheel/check_dist.py (the version's two files; the wheel holds the package with py.typed
+# and its metadata only). `make test-wheel` installs that wheel (not editable) with TensorFlow and
+# pytest into a fresh $(WHEEL_VENV) and runs tests_wheel/test_installed_wheel.py from an empty
+# temporary directory, so that the package can only come from site-packages (tests_wheel/README.md).
+# `make docs` builds the API reference site into site/ with `mkdocs build --strict` (mkdocs.yml;
+# a broken reference or link fails it). The build and docs tools (pinned in pyproject's `release`
+# and `docs` extras) go into $(TOOLS_VENV), without the package or its dependencies.
+TOOLS_VENV ?= .venv-tools
+WHEEL_VENV ?= .venv-wheel
+TOOLS_PY := $(TOOLS_VENV)/bin/python
+TOOLS_STAMP := $(TOOLS_VENV)/.installed
+# The requirements of pyproject extras, read with tomllib (Python >= 3.11) or tomli.
+EXTRA_REQS = $(PYTHON) -c 'import sys; tl = __import__("tomllib" if sys.version_info >= (3, 11) else "tomli"); \
+	extras = tl.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]; \
+	print("\n".join(r for e in sys.argv[1:] for r in extras[e]))'
+
+$(TOOLS_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(TOOLS_VENV)
+	$(EXTRA_REQS) release docs > $(TOOLS_VENV)/requirements.txt
+	$(TOOLS_PY) -m pip install --quiet -r $(TOOLS_VENV)/requirements.txt
+	touch $(TOOLS_STAMP)
+
+dist: $(TOOLS_STAMP)
+	rm -rf dist build keras_recurrent_attention.egg-info
+	$(TOOLS_PY) -m build --outdir dist . > build.log 2>&1 || { tail -40 build.log; exit 1; }
+	rm -f build.log
+	$(TOOLS_VENV)/bin/twine check --strict dist/*
+	$(TOOLS_PY) tests_wheel/check_dist.py dist
+
+test-wheel: dist
+	rm -rf $(WHEEL_VENV)
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls dist/*.whl)[tensorflow]" "pytest>=8"
+	tmp=$$(mktemp -d) && cp tests_wheel/test_installed_wheel.py "$$tmp"/ && cd "$$tmp" && \
+		KERAS_ATTENTION_REPO="$(CURDIR)" KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 \
+		"$(CURDIR)/$(WHEEL_VENV)/bin/python" -m pytest -p no:cacheprovider -ra -q \
+		test_installed_wheel.py; status=$$?; cd /; rm -rf "$$tmp"; exit $$status
+
+docs: $(TOOLS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(TOOLS_VENV)/bin/mkdocs build --strict --site-dir site

@@ -16,7 +16,7 @@ from keras_attention.layers import (
     LuongMonotonicAttention,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AdditiveAttention",

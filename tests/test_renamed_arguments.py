@@ -75,6 +75,12 @@ def test_old_config_loads_silently_and_saves_the_new_name():
     assert "units" not in loaded.get_config()
 
 
+def test_deprecation_names_its_removal_version():
+    """The warning says when the keyword goes (CHANGELOG 0.2.0: removed in 0.4.0)."""
+    with pytest.warns(DeprecationWarning, match=r"removed in keras_attention 0\.4\.0"):
+        LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(), units=3)
+
+
 def test_both_names_at_once_are_refused():
     with pytest.raises(ValueError, match=r"Received: units=3, attention_layer_size=4"):
         LuongAttentionCell(

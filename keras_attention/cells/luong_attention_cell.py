@@ -57,7 +57,8 @@ def _take_old_units(kwargs: dict, attention_layer_size: Any) -> tuple:
     warnings.warn(
         "LuongAttentionCell(units=...) is deprecated: the size of h̃ is now called "
         "`attention_layer_size` (tfa's AttentionWrapper name), as in "
-        f"LuongAttentionCell(..., attention_layer_size={units!r}).",
+        f"LuongAttentionCell(..., attention_layer_size={units!r}). The `units` keyword will "
+        "be removed in keras_attention 0.4.0 (configs that say `units` keep loading).",
         DeprecationWarning,
         stacklevel=3,
     )
@@ -104,7 +105,8 @@ class LuongAttentionCell(BaseAttentionCell):
         attention_layer_size: Size of `h̃`: an int (one attention layer) or a list with one
             size per attention layer. Not with `attention_layer=False`. Defaults to `None` (the
             wrapped cell's output size, for each attention layer). Its old name `units=` is
-            still accepted, with a `DeprecationWarning` (and silently in old configs).
+            still accepted, with a `DeprecationWarning`, until 0.4.0 (and silently in old
+            configs, also after that).
         input_feeding: Feed `h̃_{t-1}` to the next step. Defaults to `True`.
         attention_activation: Activation of `h̃`; `None` reproduces tfa's `AttentionWrapper`
             (no activation), for migrating trained weights. Unused without attention layer.

@@ -143,3 +143,4 @@ class AdditiveAttention(BaseAttention):
 
 
 BahdanauAttention = AdditiveAttention
+"""Another name of `AdditiveAttention` (Bahdanau et al., 2015): the same class."""

@@ -8,7 +8,10 @@ The inputs have fixed step counts: a symbolic call with unknown steps makes the 
 trace the recurrent loop over ~90 placeholder steps (seconds per model).
 
 Changing a builder here changes what a fixture means: only do it together with regenerating
-the fixtures, a version bump and a CHANGELOG line (see README.md in this folder).
+the fixtures, a version bump and a CHANGELOG line (see README.md in this folder). A spec's
+`since` is the first version whose fixture set holds it: the 0.2.0 set re-saves every 0.1.0 spec
+with 0.2.0 and adds what 0.2.0 brought (monotonic and location-sensitive attention, the tfa
+`AttentionWrapper` options, `Seq2Seq(attention="monotonic")`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from keras_attention import (
     AdditiveAttention,
     AttentionRNN,
     BahdanauAttentionCell,
+    BahdanauMonotonicAttention,
+    LocationSensitiveAttention,
     LuongAttention,
     LuongAttentionCell,
+    LuongMonotonicAttention,
 )
 from keras_attention.models import Seq2Seq
 
@@ -40,11 +46,15 @@ class Spec:
     """One fixture: a model builder, an input maker, and what the reference needs to know."""
 
     name: str
-    kind: str  # "layer", "luong_rnn", "bahdanau_rnn" or "seq2seq"
+    # "layer", "luong_rnn", "bahdanau_rnn", "seq2seq" (0.1.0); "monotonic_layer",
+    # "location_layer", "stateful_rnn" (attention with carried state) and "rnn" (no reference
+    # of its own) since 0.2.0
+    kind: str
     build: Callable[[], keras.Model]
     inputs: Callable[[np.random.Generator], dict]
     description: str
     reference: dict = field(default_factory=dict)
+    since: str = "0.1.0"
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -294,9 +304,171 @@ def _seq2seq_specs() -> list[Spec]:
     ]
 
 
+def _specs_0_2_0() -> list[Spec]:
+    """What 0.2.0 added: monotonic and location-sensitive attention (as layers over a query
+    sequence and inside both cells), several attention layers on one Luong cell with
+    `output_attention=False`, and a monotonic `Seq2Seq`."""
+    layers = [
+        Spec(
+            name="bahdanau_monotonic_parallel",
+            kind="monotonic_layer",
+            build=_layer_model(
+                lambda: BahdanauMonotonicAttention(
+                    units=3, normalize=True, mode="parallel", name="attention"
+                )
+            ),
+            inputs=_layer_inputs,
+            description="BahdanauMonotonicAttention(units=3, normalize=True, mode='parallel')",
+            reference={"family": "additive", "mode": "parallel", "normalize": True},
+            since="0.2.0",
+        ),
+        Spec(
+            name="luong_monotonic_recursive",
+            kind="monotonic_layer",
+            build=_layer_model(
+                lambda: LuongMonotonicAttention(use_scale=True, mode="recursive", name="attention")
+            ),
+            inputs=_layer_inputs,
+            description="LuongMonotonicAttention(use_scale=True, mode='recursive')",
+            reference={"family": "general", "mode": "recursive", "use_scale": True},
+            since="0.2.0",
+        ),
+        Spec(
+            name="location_sensitive_cumulative",
+            kind="location_layer",
+            build=_layer_model(
+                lambda: LocationSensitiveAttention(
+                    units=3,
+                    filters=2,
+                    kernel_size=3,
+                    cumulative=True,
+                    use_scale=True,
+                    name="attention",
+                )
+            ),
+            inputs=_layer_inputs,
+            description=(
+                "LocationSensitiveAttention(units=3, filters=2, kernel_size=3, cumulative=True, "
+                "use_scale=True)"
+            ),
+            reference={"cumulative": True, "use_scale": True},
+            since="0.2.0",
+        ),
+    ]
+    rnns = [
+        Spec(
+            name="rnn_luong_lstm_monotonic",
+            kind="stateful_rnn",
+            build=_rnn_model(
+                lambda: LuongAttentionCell(
+                    keras.layers.LSTMCell(UNITS), LuongMonotonicAttention(mode="parallel")
+                )
+            ),
+            inputs=_rnn_inputs,
+            description=(
+                "AttentionRNN(LuongAttentionCell(LSTMCell(4), "
+                "LuongMonotonicAttention(mode='parallel')))"
+            ),
+            reference={"kind": "luong", "cells": ["lstm"], "family": "general", "mode": "parallel"},
+            since="0.2.0",
+        ),
+        Spec(
+            name="rnn_bahdanau_gru_location",
+            kind="stateful_rnn",
+            build=_rnn_model(
+                lambda: BahdanauAttentionCell(
+                    keras.layers.GRUCell(UNITS),
+                    LocationSensitiveAttention(3, filters=2, kernel_size=3, cumulative=True),
+                )
+            ),
+            inputs=_rnn_inputs,
+            description=(
+                "AttentionRNN(BahdanauAttentionCell(GRUCell(4), LocationSensitiveAttention(3, "
+                "filters=2, kernel_size=3, cumulative=True)))"
+            ),
+            reference={
+                "kind": "bahdanau",
+                "cells": ["gru"],
+                "family": "location",
+                "cumulative": True,
+            },
+            since="0.2.0",
+        ),
+        Spec(
+            name="rnn_luong_two_attentions",
+            kind="rnn",
+            build=_rnn_model(
+                lambda: LuongAttentionCell(
+                    keras.layers.GRUCell(UNITS),
+                    [LuongAttention("general"), AdditiveAttention(units=3)],
+                    attention_layer_size=[2, 3],
+                    output_attention=False,
+                )
+            ),
+            inputs=_rnn_inputs,
+            description=(
+                "AttentionRNN(LuongAttentionCell(GRUCell(4), [LuongAttention('general'), "
+                "AdditiveAttention(3)], attention_layer_size=[2, 3], output_attention=False))"
+            ),
+            since="0.2.0",
+        ),
+    ]
+
+    def seq2seq_monotonic() -> keras.Model:
+        source = keras.Input((MEMORY,), dtype="int32", name="source_ids")
+        target = keras.Input((STEPS,), dtype="int32", name="target_ids")
+        seq2seq = Seq2Seq(
+            source_vocabulary_size=10,
+            target_vocabulary_size=9,
+            embedding_dim=3,
+            units=4,
+            encoder_units=2,
+            attention="monotonic",
+            name="seq2seq",
+        )
+        logits = seq2seq({"source_ids": source, "target_ids": target})
+        return keras.Model({"source_ids": source, "target_ids": target}, {"logits": logits})
+
+    models = [
+        Spec(
+            name="seq2seq_monotonic",
+            kind="seq2seq",
+            build=seq2seq_monotonic,
+            inputs=_seq2seq_inputs,
+            description=(
+                "Seq2Seq(source_vocabulary_size=10, target_vocabulary_size=9, embedding_dim=3, "
+                "units=4, encoder_units=2, attention='monotonic'): teacher-forced logits"
+            ),
+            since="0.2.0",
+        )
+    ]
+    return layers + rnns + models
+
+
 SPECS: dict[str, Spec] = {
-    spec.name: spec for spec in _luong_specs() + _additive_specs() + _rnn_specs() + _seq2seq_specs()
+    spec.name: spec
+    for spec in _luong_specs()
+    + _additive_specs()
+    + _rnn_specs()
+    + _seq2seq_specs()
+    + _specs_0_2_0()
 }
+
+# The fixture sets: the folder each version's fixtures live in (0.1.0's predate this table).
+FIXTURE_DIRS = {"0.1.0": "fixtures", "0.2.0": "fixtures-0.2.0"}
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def specs_for(version: str) -> dict[str, Spec]:
+    """The specs a fixture set made by `version` holds (those with `since <= version`)."""
+    return {
+        name: spec
+        for name, spec in SPECS.items()
+        if _version_key(spec.since) <= _version_key(version)
+    }
 
 
 def randomize(model: keras.Model, rng: np.random.Generator) -> None:

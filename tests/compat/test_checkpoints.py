@@ -1,14 +1,16 @@
 """Checkpoints made by an earlier keras_attention keep loading, with the same outputs.
 
-The fixtures in `fixtures/` were written once by `make_fixtures.py` (on TensorFlow; see
-`fixtures/MANIFEST.json`) and are never rewritten by tests. For each of them:
+Each released version's fixtures (`fixtures/` for 0.1.0, `fixtures-0.2.0/` for 0.2.0;
+`_specs.FIXTURE_DIRS`) were written once by `make_fixtures.py` with that version (on TensorFlow;
+see each folder's `MANIFEST.json`) and are never rewritten by tests. For each of them:
 
 - (a) the `.keras` file loads with `safe_mode=True` and reproduces the stored outputs;
 - (b) a model freshly built by the same constructor (`_specs.py`) loads the `.weights.h5` file
   and reproduces the stored outputs;
 - (c) the stored outputs agree with the float64 NumPy references (`tests/reference.py`,
-  `tests/reference_cells.py`), so a fixture recorded from wrong code cannot pass (the Seq2Seq
-  model has no reference of its own: its parts are the layers and cells checked here).
+  `tests/reference_cells.py`, `tests/reference_monotonic.py`), so a fixture recorded from wrong
+  code cannot pass (the Seq2Seq models and the two-attention Luong cell have no reference of
+  their own: their parts are checked here and in tests/cells).
 
 Tolerance 1e-5 (relative and absolute): the outputs are recomputed in float32, possibly on
 another backend (JAX, PyTorch) whose kernels sum in another order; over these few small
@@ -29,18 +31,27 @@ import pytest
 from keras_attention import AttentionRNN
 from tests import reference
 from tests import reference_cells as ref_cells
-from tests.compat._specs import SPECS, to_numpy
+from tests import reference_monotonic as ref_mono
+from tests.compat._specs import FIXTURE_DIRS, SPECS, specs_for, to_numpy
 from tests.conftest import layer_weights
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-MANIFEST = json.loads((FIXTURES / "MANIFEST.json").read_text())
-NAMES = sorted(MANIFEST["fixtures"])
+HERE = Path(__file__).resolve().parent
+VERSIONS = sorted(FIXTURE_DIRS)
+MANIFESTS = {
+    v: json.loads((HERE / FIXTURE_DIRS[v] / "MANIFEST.json").read_text()) for v in VERSIONS
+}
+CASES = [(v, name) for v in VERSIONS for name in sorted(MANIFESTS[v]["fixtures"])]
+IDS = [f"{v}-{name}" for v, name in CASES]
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 CELL_FNS = {"lstm": ref_cells.lstm_cell, "gru": ref_cells.gru_cell}
 
 
-def _stored(name: str) -> tuple[dict, dict]:
-    with np.load(FIXTURES / f"{name}.npz") as data:
+def _dir(version: str) -> Path:
+    return HERE / FIXTURE_DIRS[version]
+
+
+def _stored(version: str, name: str) -> tuple[dict, dict]:
+    with np.load(_dir(version) / f"{name}.npz") as data:
         inputs = {k[len("input__") :]: data[k] for k in data.files if k.startswith("input__")}
         outputs = {k[len("output__") :]: data[k] for k in data.files if k.startswith("output__")}
     return inputs, outputs
@@ -64,50 +75,86 @@ def _assert_outputs(got: dict, want: dict) -> None:
         np.testing.assert_allclose(got[key], want[key], err_msg=key, **TOL)
 
 
-def test_manifest_lists_every_fixture_and_spec():
-    assert set(NAMES) == set(SPECS)
-    for entry in MANIFEST["fixtures"].values():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_manifest_lists_every_fixture_and_spec(version):
+    manifest = MANIFESTS[version]
+    assert manifest["keras_attention_version"] == version
+    assert set(manifest["fixtures"]) == set(specs_for(version))
+    for entry in manifest["fixtures"].values():
         for filename in entry["files"]:
-            assert (FIXTURES / filename).is_file(), filename
-    assert MANIFEST["keras_attention_version"] == "0.1.0"
+            assert (_dir(version) / filename).is_file(), filename
 
 
-def test_fixtures_stay_small():
-    total = sum(p.stat().st_size for p in FIXTURES.iterdir())
-    assert total < 1024 * 1024, f"fixtures take {total} bytes; keep them under 1 MiB"
+def test_every_version_after_the_first_resaves_the_earlier_specs():
+    """0.2.0's set holds every 0.1.0 model saved again by 0.2.0, and adds its own."""
+    assert set(MANIFESTS["0.1.0"]["fixtures"]) < set(MANIFESTS["0.2.0"]["fixtures"])
+    new = set(MANIFESTS["0.2.0"]["fixtures"]) - set(MANIFESTS["0.1.0"]["fixtures"])
+    assert {SPECS[n].kind for n in new} >= {"monotonic_layer", "location_layer", "stateful_rnn"}
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_keras_file_loads_safely_with_the_same_outputs(name):
-    inputs, want = _stored(name)
-    model = keras.saving.load_model(FIXTURES / f"{name}.keras", safe_mode=True)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fixtures_stay_small(version):
+    total = sum(p.stat().st_size for p in _dir(version).iterdir())
+    assert total < 1536 * 1024, f"{version}'s fixtures take {total} bytes; keep them < 1.5 MiB"
+
+
+@pytest.mark.parametrize(("version", "name"), CASES, ids=IDS)
+def test_keras_file_loads_safely_with_the_same_outputs(version, name):
+    inputs, want = _stored(version, name)
+    model = keras.saving.load_model(_dir(version) / f"{name}.keras", safe_mode=True)
     _assert_outputs(_run(model, inputs), want)
 
 
 _FRESH: dict = {}
 
 
-def _fresh(name: str) -> keras.Model:
+def _fresh(version: str, name: str) -> keras.Model:
     """A model built by the fixture's constructor, with the stored weights loaded (cached)."""
-    if name not in _FRESH:
+    if (version, name) not in _FRESH:
         model = SPECS[name].build()
-        model.load_weights(FIXTURES / f"{name}.weights.h5")
-        _FRESH[name] = model
-    return _FRESH[name]
+        model.load_weights(_dir(version) / f"{name}.weights.h5")
+        _FRESH[(version, name)] = model
+    return _FRESH[(version, name)]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_weights_file_loads_into_a_fresh_model_with_the_same_outputs(name):
-    inputs, want = _stored(name)
-    _assert_outputs(_run(_fresh(name), inputs), want)
+@pytest.mark.parametrize(("version", "name"), CASES, ids=IDS)
+def test_weights_file_loads_into_a_fresh_model_with_the_same_outputs(version, name):
+    inputs, want = _stored(version, name)
+    _assert_outputs(_run(_fresh(version, name), inputs), want)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if SPECS[n].kind != "seq2seq"])
-def test_stored_outputs_match_the_numpy_reference(name):
-    """The fixture itself is right: its outputs follow docs/design.md §2 with its own weights."""
+REFERENCED = [(v, n) for v, n in CASES if SPECS[n].kind not in ("seq2seq", "rnn")]
+
+
+@pytest.mark.parametrize(("version", "name"), REFERENCED, ids=[f"{v}-{n}" for v, n in REFERENCED])
+def test_stored_outputs_match_the_numpy_reference(version, name):
+    """The fixture itself is right: its outputs follow docs/design.md §2 (and
+    docs/monotonic-attention.md) with its own weights."""
     spec = SPECS[name]
-    inputs, want = _stored(name)
-    model = _fresh(name)
+    inputs, want = _stored(version, name)
+    model = _fresh(version, name)
+    if spec.kind in ("monotonic_layer", "location_layer"):
+        weights = layer_weights(model.get_layer("attention"))
+        args = (inputs["query"], inputs["value"], weights)
+        if spec.kind == "location_layer":
+            out, alpha, _ = ref_mono.location_sequence(
+                *args, mask=inputs["value_mask"], **spec.reference
+            )
+        else:
+            score = {k: v for k, v in spec.reference.items() if k not in ("family", "mode")}
+            out, alpha = ref_mono.monotonic_sequence(
+                *args,
+                spec.reference["family"],
+                spec.reference["mode"],
+                mask=inputs["value_mask"],
+                **score,
+            )
+        np.testing.assert_allclose(want["weights"], alpha, **TOL)
+        np.testing.assert_allclose(want["output"], out, **TOL)
+        return
+    if spec.kind == "stateful_rnn":
+        _check_stateful_rnn(spec, model, inputs, want)
+        return
     if spec.kind == "layer":
         out, alpha = reference.attention(
             inputs["query"],
@@ -151,9 +198,49 @@ def test_stored_outputs_match_the_numpy_reference(name):
         np.testing.assert_allclose(want[f"state_{i}"], state, **TOL)
 
 
-def test_seq2seq_fixture_is_sane():
-    """No reference for the whole model: finite logits of the stored shape, one per target step."""
-    inputs, want = _stored("seq2seq_luong")
-    logits = want["logits"]
-    assert logits.shape == inputs["target_ids"].shape + (9,)
-    assert np.all(np.isfinite(logits))
+def _check_stateful_rnn(spec, model, inputs, want) -> None:
+    """A decoder whose attention carries its previous alignments (tests/reference_monotonic)."""
+    rnn = next(layer for layer in model.layers if isinstance(layer, AttentionRNN))
+    cell, reference = rnn.cell, spec.reference
+    attention = cell.attention
+    weights = layer_weights(attention)
+    batch, steps = inputs["memory"].shape[:2]
+    if reference["family"] == "location":
+        attend = ref_mono.location_attend(weights, cumulative=reference["cumulative"])
+        initial = [np.zeros((batch, steps))] * attention.state_count
+    else:
+        attend = ref_mono.monotonic_attend(reference["family"], reference["mode"], weights)
+        initial = [ref_mono.first_alignment(batch, steps)]
+    (kind,) = reference["cells"]
+    kernel = cell.attention_kernel.numpy() if reference["kind"] == "luong" else None
+    outputs, alignments, final = ref_mono.decoder(
+        reference["kind"],
+        inputs["sequences"],
+        inputs["memory"],
+        inputs["memory_mask"],
+        CELL_FNS[kind],
+        layer_weights(cell.cell),
+        attend,
+        initial,
+        kernel,
+        inputs["target_mask"],
+    )
+    np.testing.assert_allclose(want["alignments"], alignments, **TOL)
+    np.testing.assert_allclose(want["outputs"], outputs, **TOL)
+    states = [want[k] for k in sorted(want) if k.startswith("state_")]
+    for got, expected in zip(states[-attention.state_count :], final):
+        np.testing.assert_allclose(got, expected, **TOL)
+
+
+@pytest.mark.parametrize(
+    ("version", "name"), [(v, n) for v, n in CASES if SPECS[n].kind in ("seq2seq", "rnn")]
+)
+def test_fixtures_without_a_reference_are_sane(version, name):
+    """No reference for the whole model: finite outputs of the stored shapes."""
+    inputs, want = _stored(version, name)
+    for key, value in want.items():
+        assert np.all(np.isfinite(value)), key
+    if SPECS[name].kind == "seq2seq":
+        assert want["logits"].shape == inputs["target_ids"].shape + (9,)
+    else:
+        assert want["alignments"].shape == inputs["sequences"].shape[:2] + (5,)
