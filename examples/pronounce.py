@@ -322,8 +322,14 @@ class SmoothedSparseCrossentropy(keras.losses.Loss):
     `smoothing=0` is `SparseCategoricalCrossentropy(from_logits=True)`. The logits' Keras
     mask (padded target steps) is applied by `keras.losses.Loss` as for any loss."""
 
-    def __init__(self, classes: int, smoothing: float = 0.1, name="smoothed_crossentropy"):
-        super().__init__(name=name)
+    def __init__(
+        self,
+        classes: int,
+        smoothing: float = 0.1,
+        reduction="sum_over_batch_size",
+        name="smoothed_crossentropy",
+    ):
+        super().__init__(name=name, reduction=reduction)
         if not 0 <= smoothing < 1:
             raise ValueError(f"`smoothing` must be in [0, 1). Received: smoothing={smoothing}")
         self.classes, self.smoothing = int(classes), float(smoothing)
@@ -335,7 +341,7 @@ class SmoothedSparseCrossentropy(keras.losses.Loss):
         )
 
     def get_config(self):
-        return {"classes": self.classes, "smoothing": self.smoothing, "name": self.name}
+        return {**super().get_config(), "classes": self.classes, "smoothing": self.smoothing}
 
 
 # ---------------------------------------------------------------- evaluation
