@@ -657,7 +657,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
         verbose=not args.smoke, monitor=monitor,
     )  # fmt: skip
-    train_started = time.perf_counter()
+    train_started, train_cpu_started = time.perf_counter(), time.process_time()
     history = model.fit(
         train.dataset(),
         validation_data=valid.dataset(),
@@ -666,6 +666,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         verbose=0 if args.smoke else 2,
     )
     train_seconds = time.perf_counter() - train_started
+    train_cpu_seconds = time.process_time() - train_cpu_started  # every thread of the process
     epochs_run = len(history.history["loss"])
     epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
     print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
@@ -719,6 +720,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "curve": control.curve,
             "curve_seconds": control.monitor_seconds,
             "seconds": train_seconds,
+            "cpu_seconds": train_cpu_seconds,
             "stopped_by": control.stopped_by,
             "best_val_loss": control.best,
             "train_words": len(train_words),
@@ -727,6 +729,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "evaluation_seconds": eval_seconds,
         "wall_seconds": wall_seconds,
         "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
+        "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
         "litert": litert,
     }
     (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")

@@ -59,12 +59,14 @@ def test_n_best_share():
 
 
 def test_sequitur_patch_wraps_bare_pointers_in_their_proxy(tmp_path):
+    """The patch on a stand-in for sequitur-g2p 1.0.1668.30's sequitur.py (its five
+    `thisown` lines, `num.sometrue`, which NumPy 2 removed)."""
     lines = "\n".join(
         f"    {name}.thisown = True" for name in ("eg", "eg", "evidence", "evidence", "result")
     )
     (tmp_path / "sequitur.py").write_text(
-        "import sequitur_, misc\n\n\ndef run(eg, evidence, result):\n" + lines
-        + "\n    return eg, evidence, result\n"
+        "import numpy as num\nimport sequitur_, misc\n\n\ndef run(eg, evidence, result):\n" + lines
+        + "\n    assert not num.sometrue(num.zeros(2))\n    return eg, evidence, result\n"
     )  # fmt: skip
     (tmp_path / "sequitur_.py").write_text(
         textwrap.dedent("""
