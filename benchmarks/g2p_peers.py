@@ -154,11 +154,12 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def run_timed(command, env, cpu_limit: float | None = None):
+def run_timed(command, env, cpu_limit: float | None = None, memory_limit: int | None = None):
     """Run `command`; returns `(completed, wall seconds, CPU seconds of it and its children,
     stdout text)`. Its output goes to temporary files (Sequitur writes much to stderr: a pipe
     not read while it runs would fill and block it). With `cpu_limit` (seconds) the process
-    is killed once its own CPU time passes the limit, and `completed` is False."""
+    is killed once its own CPU time passes the limit, and `completed` is False; with
+    `memory_limit` (bytes) its address space is limited to that (a shared machine)."""
     import resource
     import tempfile
 
@@ -166,7 +167,14 @@ def run_timed(command, env, cpu_limit: float | None = None):
     started = time.perf_counter()
     completed = True
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, env=env, text=True)
+
+        def limit():
+            if memory_limit:
+                resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, env=env, text=True, preexec_fn=limit
+        )
         while process.poll() is None:
             used = _cpu_seconds(process.pid) if cpu_limit is not None else None
             if used is not None and used > cpu_limit:
@@ -236,7 +244,9 @@ def phonetisaurus(peers_bin, work: Path, data: dict, lexicon, order: int) -> dic
     }
 
 
-def sequitur(peers_bin, work: Path, data: dict, lexicon, budget_minutes, max_order) -> dict:
+def sequitur(
+    peers_bin, work: Path, data: dict, lexicon, budget_minutes, max_order, memory_limit=None
+) -> dict:
     env = tool_env(peers_bin)
     python = peers_bin / "python"
     g2p = [str(python if python.exists() else sys.executable), str(peers_bin / "g2p.py")]
@@ -254,7 +264,14 @@ def sequitur(peers_bin, work: Path, data: dict, lexicon, budget_minutes, max_ord
         command += ["--write-model", str(model)]
         print(f"sequitur: training order {order} ({(budget - spent) / 60:.1f} CPU min left)",
               flush=True)  # fmt: skip
-        completed, wall, cpu, _ = run_timed(command, env, cpu_limit=budget - spent)
+        try:
+            completed, wall, cpu, _ = run_timed(
+                command, env, cpu_limit=budget - spent, memory_limit=memory_limit
+            )
+        except RuntimeError as error:  # e.g. past the memory limit
+            stop = f"order {order} failed: {str(error).splitlines()[-1][:200]}"
+            print(f"  {stop}", flush=True)
+            break
         spent, wall_spent = spent + cpu, wall_spent + wall
         if not completed:
             stop = f"the CPU budget ({budget_minutes:g} min) ran out during order {order}"
@@ -376,36 +393,39 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+PATCH_MARK = "_swig_owned("
+
+
 def patch_sequitur(site_packages: str) -> str:
     """Patch an installed `sequitur.py` (sequitur-g2p 1.0.1668.30) for Python >= 3.11 and
-    NumPy 2 (which the wheel requires): where it sets `x.thisown = True` on an object SWIG
-    may return as a bare `SwigPyObject` (its proxy type lost), wrap the object in its proxy
-    class instead; `num.sometrue` (removed in NumPy 2) becomes `num.any`, its equivalent.
-    Idempotent; returns the path."""
+    NumPy 2 (which the wheel requires).
+
+    Where it sets `x.thisown = True` on an object a SWIG function returned, the object is
+    freed by a `weakref.finalize` calling its class's SWIG destructor instead. Setting
+    `thisown` from Python decrements SWIG 4.2's module capsule without the increment a
+    constructor makes (sequitur-g2p pull requests 111 and 112 fix it in their SWIG interface);
+    once that capsule dies, every object comes back as a bare `SwigPyObject` (the error the wheel
+    fails with) and none is freed (order 1 on CMUdict then grew past 20 GB here).
+    `num.sometrue` (removed in NumPy 2) becomes `num.any`, its equivalent. Idempotent;
+    returns the path."""
     path = Path(site_packages) / "sequitur.py"
     text = path.read_text(encoding="utf-8")
-    text, sometrue = re.subn(r"\bnum\.sometrue\(", "num.any(", text)
-    if "_swig_proxy(" in text:
-        if sometrue:
-            path.write_text(text, encoding="utf-8")
+    if PATCH_MARK in text:
         return str(path)
-    types = {"eg": "EstimationGraph", "evidence": "SequenceModelEstimator",
-             "result": "Translator_NBestContext"}  # fmt: skip
+    text = re.sub(r"\bnum\.sometrue\(", "num.any(", text)
     text, count = re.subn(
         r"^( *)(eg|evidence|result)\.thisown = True$",
-        lambda m: f"{m[1]}{m[2]} = _swig_proxy({m[2]}, sequitur_.{types[m[2]]})",
+        lambda m: f"{m[1]}{m[2]} = _swig_owned({m[2]})",
         text,
         flags=re.M,
     )
     helper = (
-        "\n\ndef _swig_proxy(obj, cls):\n"
-        '    """Patched in by keras_attention\'s benchmarks/g2p_peers.py (Python >= 3.11)."""\n'
-        "    if isinstance(obj, cls):\n"
-        "        obj.thisown = True\n"
-        "        return obj\n"
-        "    proxy = cls.__new__(cls)\n"
-        "    proxy.this = obj\n"
-        "    return proxy\n"
+        "\n\ndef _swig_owned(obj):\n"
+        '    """Patched in by keras_attention\'s benchmarks/g2p_peers.py: free `obj` with its\n'
+        '    class\'s SWIG destructor when it dies (not through `thisown`)."""\n'
+        "    import weakref\n"
+        "    weakref.finalize(obj, type(obj).__swig_destroy__, obj.this)\n"
+        "    return obj\n"
     )
     text, imports = re.subn(r"^(import sequitur_.*\n)", lambda m: m[1] + helper, text,
                             count=1, flags=re.M)  # fmt: skip
@@ -429,6 +449,8 @@ def _parse(argv):
     parser.add_argument("--sequitur-budget", type=float, default=60.0,
                         help="CPU minutes for Sequitur's training (all orders).")  # fmt: skip
     parser.add_argument("--sequitur-max-order", type=int, default=8)
+    parser.add_argument("--sequitur-memory", type=float, default=6.0,
+                        help="GiB of address space for each Sequitur process.")  # fmt: skip
     parser.add_argument("--ours", nargs="*", default=[], metavar="NAME=DIR",
                         help="pronounce.py runs (their output folders).")  # fmt: skip
     parser.add_argument("--peers-bin", help=f"Folder of the tools (or ${PEERS_ENV}).")
@@ -502,9 +524,13 @@ def main(argv: list[str] | None = None) -> dict:
     if "phonetisaurus" in args.systems:
         rows.append(phonetisaurus(peers_bin, work, data, lexicon, args.ngram_order))
     if "sequitur" in args.systems:
+        memory = int(args.sequitur_memory * 2**30)
         rows.append(
-            sequitur(peers_bin, work, data, lexicon, args.sequitur_budget, args.sequitur_max_order)
-        )
+            sequitur(
+                peers_bin, work, data, lexicon, args.sequitur_budget, args.sequitur_max_order,
+                memory,
+            )
+        )  # fmt: skip
     reference = next((r["test"]["wer"] for r in rows if r["system"].startswith("Phonetisaurus")
                       and "test" in r), None)  # fmt: skip
     for spec in args.ours:

@@ -58,35 +58,50 @@ def test_n_best_share():
     assert peers.n_best_share(hypotheses, ["exit"], LEXICON, n=5)["words_all_found"] == 1
 
 
-def test_sequitur_patch_wraps_bare_pointers_in_their_proxy(tmp_path):
+def test_sequitur_patch_frees_returned_objects_with_their_destructor(tmp_path):
     """The patch on a stand-in for sequitur-g2p 1.0.1668.30's sequitur.py (its five
-    `thisown` lines, `num.sometrue`, which NumPy 2 removed)."""
-    lines = "\n".join(
-        f"    {name}.thisown = True" for name in ("eg", "eg", "evidence", "evidence", "result")
+    `thisown` lines, `num.sometrue`, which NumPy 2 removed): the objects are freed by their
+    class's destructor once, when they die, and `thisown` is never set."""
+    names = ("eg", "eg", "evidence", "evidence", "result")  # five objects, one line each
+    body = "".join(
+        f"    {name} = objects[{i}]\n    {name}.thisown = True\n    out.append({name})\n"
+        for i, name in enumerate(names)
     )
     (tmp_path / "sequitur.py").write_text(
-        "import numpy as num\nimport sequitur_, misc\n\n\ndef run(eg, evidence, result):\n" + lines
-        + "\n    assert not num.sometrue(num.zeros(2))\n    return eg, evidence, result\n"
+        "import numpy as num\nimport sequitur_, misc\n\n\ndef run(objects):\n    out = []\n"
+        + body + "    assert not num.sometrue(num.zeros(2))\n    return out\n"
     )  # fmt: skip
     (tmp_path / "sequitur_.py").write_text(
         textwrap.dedent("""
+        freed = []
         class _Proxy:
-            thisown = property(lambda self: self.own, lambda self, v: setattr(self, "own", v))
-        class EstimationGraph(_Proxy): pass
-        class SequenceModelEstimator(_Proxy): pass
-        class Translator_NBestContext(_Proxy): pass
+            def __init__(self):
+                self.this = object()
+            @property
+            def thisown(self):
+                raise AssertionError("the patch must not touch thisown")
+            @thisown.setter
+            def thisown(self, value):
+                raise AssertionError("the patch must not touch thisown")
+        class EstimationGraph(_Proxy):
+            __swig_destroy__ = freed.append
+        class SequenceModelEstimator(EstimationGraph): pass
     """)
     )
     (tmp_path / "misc.py").write_text("")
     peers.patch_sequitur(str(tmp_path))
     peers.patch_sequitur(str(tmp_path))  # idempotent
     code = textwrap.dedent("""
-        import sequitur, sequitur_
-        bare = object()
-        eg, evidence, result = sequitur.run(bare, sequitur_.SequenceModelEstimator(), bare)
-        assert isinstance(eg, sequitur_.EstimationGraph) and eg.this is bare
-        assert isinstance(result, sequitur_.Translator_NBestContext) and result.this is bare
-        assert evidence.own is True
+        import gc, sequitur, sequitur_
+        objects = [sequitur_.EstimationGraph(), sequitur_.EstimationGraph(),
+                   sequitur_.SequenceModelEstimator(), sequitur_.SequenceModelEstimator(),
+                   sequitur_.EstimationGraph()]
+        pointers = [o.this for o in objects]
+        returned = sequitur.run(objects)
+        assert all(a is b for a, b in zip(returned, objects)) and not sequitur_.freed
+        del objects, returned
+        gc.collect()
+        assert sorted(map(id, sequitur_.freed)) == sorted(map(id, pointers)), sequitur_.freed
         print("ok")
     """)
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
