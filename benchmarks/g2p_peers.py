@@ -21,8 +21,9 @@ Systems:
   validation WER improves; the order with the best validation WER decodes the test words.
   The PyPI wheel (1.0.1668.30) fails in its first training iteration on Python >= 3.11
   (`'SwigPyObject' object has no attribute 'thisown'`: SWIG returns a bare pointer object):
-  `--patch-sequitur DIR` patches the installed `sequitur.py` (wraps such objects in their
-  proxy class; `make peers` runs it). Nothing of Sequitur is in this repository.
+  `--patch-sequitur DIR` patches the installed `sequitur.py` (`patch_sequitur`: those objects
+  are freed by a finalizer instead of SWIG's `thisown`, and NumPy 2's `any` replaces the removed
+  `sometrue`; `make peers` runs it). Nothing of Sequitur is in this repository.
 - **This package**: `--ours NAME=DIR` reads a `pronounce.py` run's `DIR/metrics.json` (its
   test scores, training time, batched decoding time, the `.tflite` file's size and its batch-1
   latency in LiteRT) and, for the table's last line, the first point of its validation curve
