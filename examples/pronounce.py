@@ -24,25 +24,34 @@ and an attentional decoder (Bahdanau's additive attention by default: at equal b
 learns this task much faster than Luong's, BENCHMARKS.md §7; `--attention luong` with `--score`
 and `--alignment global|local_monotonic|local_predictive` for Luong's), trained
 with XLA on length-bucketed batches (words of similar length together, so a batch pads to
-its own length and the compiled programs are a handful), a cosine learning-rate decay over
-the time budget, early stopping on validation loss (the best weights are kept), and a time
-budget (`--time-budget`, minutes for the whole run: training stops early enough that
-evaluation and export fit). Evaluation: beam search on the test words, **WER** (% of words
-whose output is none of their references) and **PER** (edit distance to the closest reference
-over its length, summed over words), `keras_attention.metrics.sequence_error_rates`.
+its own length and the compiled programs are a handful), label smoothing 0.1 (at equal
+epochs it lowered the test WER by 0.7 points, BENCHMARKS.md §7), a cosine learning-rate
+decay over the time budget, early stopping on validation loss (the best weights are kept),
+and a time budget (`--time-budget`, minutes for the whole run: training stops at the first
+batch past it, mid-epoch, leaving `--reserve` minutes for evaluation and export). After each
+epoch the validation words are decoded (the test's beam search): `metrics.json` keeps that
+WER / PER curve against the training minutes. Evaluation: beam search on the test words,
+**WER** (% of words whose output is none of their references) and **PER** (edit distance to
+the closest reference over its length, summed over words),
+`keras_attention.metrics.sequence_error_rates`; for the test words with several
+pronunciations, the share of their references in the 4-best list (`n_best`).
+`benchmarks/g2p_peers.py` sets these runs next to Phonetisaurus and Sequitur G2P trained on
+the same split.
 
 Writes to `OUTPUT` (`--output-dir`, default a temporary folder): `splits/`, `metrics.json`
-(`{"test": {"wer", "per", "words"}, "valid": …, "training": …}`), `test_predictions.tsv`
-(`word<TAB>prediction<TAB>references`, phonemes separated by spaces, alternative references
-by ` | `), `alignments/*.png` (letter → phoneme heatmaps of `knife`, `box`, `through`,
-`though`, `tough`), `pronounce.keras` (with `phones.json`), the SavedModel
-`serving/pronounce/1` (signatures `pronounce`: strings → strings, and `serving_default`:
-ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`, ids → ids; its
-size, latency per word and agreement with the Keras model are printed and stored).
+(`{"test": {"wer", "per", "words"}, "n_best": …, "training": {…, "curve"}, "litert": …}`),
+`test_predictions.tsv` (`word<TAB>prediction<TAB>references`, phonemes separated by
+spaces, alternative references by ` | `), `alignments/*.png` (letter → phoneme heatmaps of
+`knife`, `box`, `through`, `though`, `tough`), `pronounce.keras` (with `phones.json`), the
+SavedModel `serving/pronounce/1` (signatures `pronounce`: strings → strings, and
+`serving_default`: ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`,
+ids → ids; its size, latency per word and agreement with the Keras model are printed and
+stored).
 
 Run it::
 
-    python examples/pronounce.py                     # the default run: ~30 min on 2 CPU cores
+    python examples/pronounce.py                     # the default run: ~28 min on 2 CPU cores
+    python examples/pronounce.py --long              # 3 hours on 2 CPU cores
     python examples/pronounce.py --word ghoti knightly   # pronounce words after training
     python examples/pronounce.py --attention luong --time-budget 10
     python examples/pronounce.py --attention luong --alignment local_predictive --window 3
@@ -234,17 +243,23 @@ class TrainingControl(keras.callbacks.Callback):
     """Cosine learning-rate decay over the budget, a time limit, and early stopping.
 
     Progress is the larger of (epochs done / `epochs`) and (seconds / `seconds`); the rate
-    is `peak * (floor + (1 - floor) * (1 + cos(pi * progress)) / 2)`. Training stops when the
-    next epoch would pass the time limit (estimated from the slowest epoch after the first,
-    which also compiles) or when the validation loss has not improved for `patience` epochs;
-    the weights of the best validation loss are restored at the end."""
+    is `peak * (floor + (1 - floor) * (1 + cos(pi * progress)) / 2)`. Training stops at the
+    first batch that ends past the time limit (mid-epoch: that epoch's validation still runs,
+    and the rate has then decayed to its floor) or when the validation loss has not improved
+    for `patience` epochs; the weights of the best validation loss are restored at the end.
+    `monitor` (optional, called after each epoch's validation) returns a dict of scores (the
+    validation WER curve) recorded in `curve` with the training minutes so far."""
 
-    def __init__(self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True):
+    def __init__(self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None):
         super().__init__()
         self.peak, self.epochs, self.seconds = peak, epochs, seconds
         self.patience, self.floor, self.verbose = patience, floor, verbose
+        self.monitor = monitor
         self.best, self.best_weights, self.wait, self.stopped_by = math.inf, None, 0, "epochs"
         self.epoch_seconds: list[float] = []
+        self.curve: list[dict] = []
+        self.steps_done = 0
+        self.monitor_seconds = 0.0
 
     def on_train_begin(self, logs=None):
         self.started = time.perf_counter()
@@ -255,6 +270,7 @@ class TrainingControl(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch, self.epoch_started = epoch, time.perf_counter()
+        self.epoch_steps = 0
 
     def on_train_batch_begin(self, batch, logs=None):
         if batch % 20 == 0:
@@ -262,6 +278,12 @@ class TrainingControl(keras.callbacks.Callback):
             progress = self._progress(self.epoch + batch / steps)
             scale = self.floor + (1 - self.floor) * 0.5 * (1 + math.cos(math.pi * progress))
             self.model.optimizer.learning_rate.assign(self.peak * scale)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.epoch_steps += 1
+        self.steps_done += 1
+        if time.perf_counter() - self.started > self.seconds:
+            self.model.stop_training, self.stopped_by = True, "time budget"
 
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_seconds.append(time.perf_counter() - self.epoch_started)
@@ -271,23 +293,64 @@ class TrainingControl(keras.callbacks.Callback):
             self.best_weights = self.model.get_weights()
         else:
             self.wait += 1
+        steps = self.params.get("steps") or self.epoch_steps or 1
+        point = {
+            "epoch": epoch + 1,
+            "epochs": epoch + self.epoch_steps / steps,
+            "minutes": (time.perf_counter() - self.started) / 60,
+            "val_loss": loss,
+        }
+        if self.monitor is not None:
+            started = time.perf_counter()
+            point.update(self.monitor())
+            self.monitor_seconds += time.perf_counter() - started
+        self.curve.append(point)
         elapsed = time.perf_counter() - self.started
         if self.wait >= self.patience:
             self.model.stop_training, self.stopped_by = True, "early stopping"
-        elif elapsed + self.next_epoch_seconds() > self.seconds:
+        elif elapsed > self.seconds:
             self.model.stop_training, self.stopped_by = True, "time budget"
         if self.verbose:
             rate = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+            scores = "".join(
+                f", valid {k} {v:.2f}%" for k, v in point.items() if k in ("wer", "per")
+            )
             print(f"  epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
-                  f"{elapsed / 60:.1f} min of {self.seconds / 60:.1f}")  # fmt: skip
-
-    def next_epoch_seconds(self) -> float:
-        """The slowest epoch after the first (which also compiles every bucket's program)."""
-        return max(self.epoch_seconds[1:] or self.epoch_seconds)
+                  f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} min of "
+                  f"{self.seconds / 60:.1f}", flush=True)  # fmt: skip
 
     def on_train_end(self, logs=None):
         if self.best_weights is not None:
             self.model.set_weights(self.best_weights)
+
+
+class SmoothedSparseCrossentropy(keras.losses.Loss):
+    """Cross-entropy from logits against label-smoothed one-hot targets: the target
+    distribution is `(1 - smoothing) * onehot(y) + smoothing / V` over the `V` classes
+    (Szegedy et al., 2016; Keras's `categorical_crossentropy(label_smoothing=...)` rule).
+    `smoothing=0` is `SparseCategoricalCrossentropy(from_logits=True)`. The logits' Keras
+    mask (padded target steps) is applied by `keras.losses.Loss` as for any loss."""
+
+    def __init__(
+        self,
+        classes: int,
+        smoothing: float = 0.1,
+        reduction="sum_over_batch_size",
+        name="smoothed_crossentropy",
+    ):
+        super().__init__(name=name, reduction=reduction)
+        if not 0 <= smoothing < 1:
+            raise ValueError(f"`smoothing` must be in [0, 1). Received: smoothing={smoothing}")
+        self.classes, self.smoothing = int(classes), float(smoothing)
+
+    def call(self, y_true, y_pred):
+        labels = keras.ops.one_hot(keras.ops.cast(y_true, "int32"), self.classes)
+        return keras.losses.categorical_crossentropy(
+            labels, y_pred, from_logits=True, label_smoothing=self.smoothing
+        )
+
+    def get_config(self):
+        return {**super().get_config(), "classes": self.classes, "smoothing": self.smoothing}
 
 
 # ---------------------------------------------------------------- evaluation
@@ -312,6 +375,35 @@ def evaluate(translator, words, lexicon, vocabulary) -> tuple[dict, list]:
         "words": len(words),
     }
     return metrics, predictions
+
+
+def n_best_coverage(translator, words, lexicon, vocabulary, n: int = 4) -> dict:
+    """For words with several pronunciations: the share of their references found among the
+    `n` best hypotheses of beam search (`Translator(...)["beam_ids"]`, best first; the
+    translator's beam width must be at least `n`), and the share of words with all their
+    references there."""
+    if translator.beam_width < n:
+        raise ValueError(
+            f"`n` must be at most the beam width ({translator.beam_width}). Received: n={n}"
+        )
+    words = [w for w in words if len(lexicon[w]) > 1]
+    found = complete = references = 0
+    for start in range(0, len(words), 1024):
+        chunk = words[start : start + 1024]
+        beams = translator(encode_words(chunk))["beam_ids"][:, :n]
+        for word, hypotheses in zip(chunk, beams):
+            listed = {vocabulary.decode(ids) for ids in hypotheses}
+            hits = sum(ref in listed for ref in lexicon[word])
+            found, references = found + hits, references + len(lexicon[word])
+            complete += hits == len(lexicon[word])
+    return {
+        "n": n,
+        "words": len(words),
+        "references": references,
+        "references_found": found,
+        "share_found": found / references if references else 0.0,
+        "words_all_found": complete,
+    }
 
 
 def write_predictions(path: Path, words, predictions, lexicon) -> None:
@@ -424,6 +516,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _smoothing(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--word", nargs="+", default=[], help="Words to pronounce at the end.")
@@ -446,13 +545,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--batch-size", type=_positive_int, default=128)
     parser.add_argument("--learning-rate", type=_positive_float, default=3e-3, help="Peak.")
+    parser.add_argument(
+        "--label-smoothing", type=_smoothing, default=0.1,
+        help="Label smoothing of the training targets (0: plain cross-entropy).",
+    )  # fmt: skip
     parser.add_argument("--epochs", type=_positive_int, default=15, help="At most.")
     parser.add_argument(
-        "--time-budget", type=_positive_float, default=29.0,
+        "--time-budget", type=_positive_float, default=28.5,
         help="Minutes for the whole run; training stops in time for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--reserve", type=_positive_float, default=3.0,
+        "--reserve", type=_positive_float, default=2.5,
         help="Minutes of the budget kept for evaluation and export.",
     )  # fmt: skip
     parser.add_argument("--patience", type=_positive_int, default=3)
@@ -464,6 +567,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-xla", action="store_true", help="Train and decode without XLA.")
     parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
     parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
     parser.add_argument("--smoke", action="store_true", help="Tiny sizes, seconds (tests).")
     args = parser.parse_args(argv)
@@ -472,6 +576,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
             "--alignment and --score choose Luong's attention: add --attention luong. "
             f"Received: --alignment {args.alignment} --score {args.score}"
         )
+    if args.long and args.full:
+        parser.error("--long and --full are two settings: choose one.")
+    if args.long:  # 3 hours on 2 CPU cores: a 2-layer encoder, more epochs, more dropout
+        args.encoder_layers, args.epochs, args.time_budget = 2, 80, 178.0
+        args.dropout, args.patience, args.reserve = 0.2, 6, 4.0
     if args.full:
         args.units, args.encoder_layers, args.epochs = 512, 2, 40
         args.time_budget, args.dropout, args.beam_width = 180.0, 0.3, 5
@@ -529,19 +638,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         dropout=args.dropout,
         source_tokenizer=CharTokenizer(vocabulary=list(LETTERS), lowercase=True),
     )
+    loss = (
+        SmoothedSparseCrossentropy(len(vocabulary), args.label_smoothing)
+        if args.label_smoothing
+        else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     model.compile(
         keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=loss,
         metrics=["accuracy"],
         jit_compile=not args.no_xla,
     )
     train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
     valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
     budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
-    control = TrainingControl(
-        args.learning_rate, args.epochs, max(budget, 1.0), args.patience, verbose=not args.smoke
+    # One translator for the validation curve (each epoch) and the test: compiled once.
+    translator = Translator(
+        model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
     )
-    train_started = time.perf_counter()
+    valid_words = sorted({w for w, _ in valid_pairs})
+
+    def monitor() -> dict:
+        scores, _ = evaluate(translator, valid_words, lexicon, vocabulary)
+        return {"wer": scores["wer"], "per": scores["per"]}
+
+    control = TrainingControl(
+        args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
+        verbose=not args.smoke, monitor=monitor,
+    )  # fmt: skip
+    train_started, train_cpu_started = time.perf_counter(), time.process_time()
     history = model.fit(
         train.dataset(),
         validation_data=valid.dataset(),
@@ -550,20 +675,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         verbose=0 if args.smoke else 2,
     )
     train_seconds = time.perf_counter() - train_started
+    train_cpu_seconds = time.process_time() - train_cpu_started  # every thread of the process
     epochs_run = len(history.history["loss"])
-    print(f"trained {epochs_run} epochs in {train_seconds / 60:.1f} min "
+    epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
+    print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
           f"(stopped by {control.stopped_by}); best val_loss {control.best:.4f}")  # fmt: skip
 
     eval_started = time.perf_counter()
-    translator = Translator(
-        model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
-    )
     test_metrics, predictions = evaluate(translator, test_words, lexicon, vocabulary)
     eval_seconds = time.perf_counter() - eval_started
     print(f"test ({len(test_words)} words, beam {args.beam_width}): "
           f"WER {test_metrics['wer']:.2f}%, PER {test_metrics['per']:.2f}% "
           f"({eval_seconds:.0f} s)")  # fmt: skip
     write_predictions(output / "test_predictions.tsv", test_words, predictions, lexicon)
+    n_best_translator = translator if args.beam_width >= 4 else Translator(
+        model, max_length=args.max_length, beam_width=4, jit_compile=not args.no_xla
+    )  # fmt: skip
+    n_best = n_best_coverage(n_best_translator, test_words, lexicon, vocabulary, n=4)
+    print(f"words with several pronunciations: {n_best['words']}; "
+          f"{n_best['share_found']:.2%} of their {n_best['references']} references are in "
+          f"the 4-best list ({n_best['words_all_found']} words with all of them)")  # fmt: skip
 
     in_training = set(train_words)
     heatmaps = write_heatmaps(
@@ -590,9 +721,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     wall_seconds = time.perf_counter() - started
     metrics = {
         "test": test_metrics,
+        "n_best": n_best,
         "training": {
             "epochs": epochs_run,
+            "epochs_done": epochs_done,
+            "steps": control.steps_done,
+            "curve": control.curve,
+            "curve_seconds": control.monitor_seconds,
             "seconds": train_seconds,
+            "cpu_seconds": train_cpu_seconds,
             "stopped_by": control.stopped_by,
             "best_val_loss": control.best,
             "train_words": len(train_words),
@@ -601,6 +738,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "evaluation_seconds": eval_seconds,
         "wall_seconds": wall_seconds,
         "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
+        "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
         "litert": litert,
     }
     (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
