@@ -209,7 +209,12 @@ def make_step_fn(
         return output_layer(output), new_states, weights
 
     def complete_state(initial_state, batch_size):
-        return cell.complete_initial_state(initial_state, batch_size, untiled)
+        # Only the wrapped cell's states alone are completed: a full state passes unchanged
+        # (its dtype too), as the searches took it before.
+        states = initial_state if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if len(states) == len(cell.state_size):
+            return initial_state
+        return cell.complete_initial_state(states, batch_size, untiled)
 
     return StepFunction(
         step_fn,
