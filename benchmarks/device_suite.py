@@ -155,7 +155,7 @@ def g2p_figures(data: dict) -> list:
     rows = [("G2P: one epoch, training", f"{training.get('seconds', float('nan')):.1f} s",
              f"{training.get('train_pairs', '?')} pairs")]  # fmt: skip
     if test:
-        wer, per = (100 * test.get(k, float("nan")) for k in ("wer", "per"))
+        wer, per = (test.get(k, float("nan")) for k in ("wer", "per"))  # in % already
         rows.append((f"G2P: test WER / PER, {test.get('words', '?')} words", "",
                      f"{wer:.2f}% / {per:.2f}%"))  # fmt: skip
     return rows
