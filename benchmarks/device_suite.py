@@ -146,7 +146,7 @@ def backend_figures(data: dict) -> list:
         for key, cell in (result.get("results") or {}).items():
             if key.startswith(BACKEND_CASES):
                 value = cell.get("error") or _ms(cell.get("ms"))
-                rows.append((f"{key} ({backend})", value, ""))
+                rows.append((f"{key.replace(' | ', ', ')} ({backend})", value, ""))
     return rows
 
 

@@ -46,7 +46,7 @@ def test_device_suite_quick_runs_every_step(tmp_path):
     assert "the built-in's time" in stdout
     assert "ours / plain LSTM decoder" in stdout
     assert "beam 4 / greedy time" in stdout
-    assert "Luong decoder: train | float32 (tensorflow)" in stdout
+    assert "Luong decoder: train, float32 (tensorflow)" in stdout
     assert "G2P: one epoch, training" in stdout
 
 
