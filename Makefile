@@ -15,8 +15,11 @@ BACKEND_TESTS := -m "not figures and not slow"
 
 # TensorFlow's start-up messages about hardware this machine lacks (no CUDA driver, oneDNN and
 # CPU-feature notes, printed before TF_CPP_MIN_LOG_LEVEL takes effect): `make demo` hides these
-# lines only; every other line, warnings and errors included, is printed.
-TF_NOISE := absl::InitializeLog|oneDNN custom operations|cudart_stub\.cc|cuda_platform\.cc|failed call to cuInit|cpu_feature_guard\.cc|To enable the following instructions|rebuild TensorFlow with the appropriate
+# lines only; every other line, warnings and errors included, is printed. On CPUs without
+# AVX-512, oneDNN adds a note on int64 ops (`oneDNN supports DT_INT64 only on platforms with
+# AVX-512`) late in the run, which used to be the demo's last line. The filter is a pipeline,
+# not `2> >(...)`: make waits for it, so nothing it passes through can print after the demo.
+TF_NOISE := absl::InitializeLog|oneDNN custom operations|cudart_stub\.cc|cuda_platform\.cc|failed call to cuInit|cpu_feature_guard\.cc|To enable the following instructions|rebuild TensorFlow with the appropriate|oneDNN supports DT_
 SHELL := /bin/bash
 
 .PHONY: peers dist test-wheel docs setup test test-extended test-tensorflow test-tensorflow-slow test-jax test-jax-slow test-torch test-backends-slow test-figures test-fast demo lint format bench clean
@@ -89,9 +92,11 @@ test-figures: $(STAMP)
 test-fast: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -n 2 --dist loadfile -m "not slow"
 
+# DEMO_ARGS: extra arguments for examples/translate.py (e.g. `make demo DEMO_ARGS=--help`).
 demo: $(DEMO_STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -u examples/translate.py --output-dir demo_output \
-		2> >(grep -v -E '$(TF_NOISE)' >&2)
+	set -o pipefail; { TF_CPP_MIN_LOG_LEVEL=2 $(PY) -u examples/translate.py \
+		--output-dir demo_output $(DEMO_ARGS) 2>&1 1>&3 3>&- \
+		| { grep --line-buffered -v -E '$(TF_NOISE)' || true; } >&2; } 3>&1
 
 lint: $(STAMP)
 	$(PY) -m ruff check keras_attention tests examples benchmarks docsite tests_wheel

@@ -402,6 +402,16 @@ class BaseAttentionCell(keras.layers.Layer):
             `(output [B, output_size], new_states, weights [B, S])`: the attention weights
             (the alignment, in tfa's words) of this step.
         """
+        count, expected = len(states), len(self.state_size)
+        if count != expected:
+            # Without this, a short state fails deep in `step_projected` (an IndexError).
+            raise ValueError(
+                f"{self.name}: `states` must be the cell's full state, {expected} tensors "
+                f"(sizes {self.state_size}). The wrapped cell's states alone "
+                f"({len(self._cell_state_sizes)} tensors, e.g. an encoder's [h, c]) are "
+                "completed by cell.complete_initial_state(states, batch_size, memory); the "
+                f"searches do this themselves. Received: a list of {count}"
+            )
         if not self.built:
             self.build(tuple(inputs.shape), tuple(memory.value.shape))
         return self.step_projected(self.project_inputs(inputs), states, memory, position, training)

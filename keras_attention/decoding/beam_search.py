@@ -13,6 +13,7 @@ from keras_attention.decoding.step_fn import (
     call_step,
     check_search_arguments,
     check_tokens,
+    complete_initial_state,
     search_loop,
     write_step,
 )
@@ -103,7 +104,9 @@ def beam_search(
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`, here with `N = B * K`; see `make_step_fn` (pass it the same
             `beam_width`: memory it closes over must be tiled like the state).
-        initial_state: A nested structure of `[B, ...]` tensors (may be empty); tiled here.
+        initial_state: A nested structure of `[B, ...]` tensors (may be empty); tiled here
+            (do not tile it by hand, as tfa's `tile_batch` did). With a `make_step_fn` step,
+            the wrapped cell's states alone (the encoder's `[h, c]`) are completed first.
         batch_size: B, an int or a scalar tensor.
         start_token: The token fed at step 0.
         end_token: The token that ends a sequence.
@@ -164,6 +167,7 @@ def beam_search(
     check_search_arguments(step_fn, batch_size, k, start_token)
 
     n = batch_size * k
+    initial_state = complete_initial_state(step_fn, initial_state, batch_size)
     state = keras.tree.map_structure(lambda s: ops.repeat(s, k, axis=0), initial_state)
     t0 = ops.convert_to_tensor(0, "int32")
     log_probs, state, weights = call_step(step_fn, ops.full((n,), start_token, "int32"), state, t0)

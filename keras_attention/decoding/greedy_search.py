@@ -14,6 +14,7 @@ from keras_attention.decoding.step_fn import (
     call_step,
     check_search_arguments,
     check_tokens,
+    complete_initial_state,
     search_loop,
     write_step,
 )
@@ -42,7 +43,9 @@ def greedy_search(
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`; see `make_step_fn` for attentional cells.
-        initial_state: A nested structure of `[B, ...]` tensors (may be empty).
+        initial_state: A nested structure of `[B, ...]` tensors (may be empty). With a
+            `make_step_fn` step, the wrapped cell's states alone (the encoder's `[h, c]`) are
+            completed with the cell's extra states first.
         batch_size: B, an int or a scalar tensor.
         start_token: The token fed at step 0.
         end_token: The token that ends a sequence.
@@ -104,6 +107,7 @@ def one_path_search(
     """The loop of `greedy_search` and `sample_search` (arguments already checked): one
     hypothesis per row, its token at step t `choose(t, log_probs [N, V]) -> [N] int32`."""
     tokens = ops.full((batch_size,), start_token, "int32")
+    initial_state = complete_initial_state(step_fn, initial_state, batch_size)
     state = keras.tree.map_structure(ops.convert_to_tensor, initial_state)  # NumPy states too
     log_probs, state, weights = call_step(step_fn, tokens, state, ops.convert_to_tensor(0, "int32"))
     if vocab_size is None and log_probs.shape[-1] is not None:

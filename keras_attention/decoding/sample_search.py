@@ -67,7 +67,9 @@ def sample_search(
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`; see `make_step_fn`.
-        initial_state: A nested structure of `[B, ...]` tensors (may be empty).
+        initial_state: A nested structure of `[B, ...]` tensors (may be empty). With a
+            `make_step_fn` step, the wrapped cell's states alone (the encoder's `[h, c]`) are
+            completed with the cell's extra states first.
         batch_size: B, an int or a scalar tensor.
         start_token: The token fed at step 0.
         end_token: The token that ends a sequence.

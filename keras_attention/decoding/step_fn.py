@@ -41,6 +41,11 @@ class StepFunction:
             `None`. Defaults to `None`.
         input_vocabulary_size: The number of token ids it accepts (its embedding's
             `input_dim`), or `None`. Defaults to `None`.
+        complete_state: `complete_state(initial_state, batch_size) -> state`, run by the
+            searches on the initial state they get (before the beam repeat), or `None`.
+            `make_step_fn` sets it to the cell's `complete_initial_state`, so that the
+            encoder's final states alone (`[h, c]`) are completed with the cell's extra
+            states. Defaults to `None`.
 
     Example:
 
@@ -60,6 +65,7 @@ class StepFunction:
         beam_width: int | None = None,
         batch_size: int | None = None,
         input_vocabulary_size: int | None = None,
+        complete_state: Callable | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(
@@ -74,6 +80,12 @@ class StepFunction:
             if input_vocabulary_size is None
             else check_int("input_vocabulary_size", input_vocabulary_size, 1)
         )
+        if complete_state is not None and not callable(complete_state):
+            raise TypeError(
+                "`complete_state` must be a function (initial_state, batch_size) -> state. "
+                f"Received: complete_state={complete_state!r}"
+            )
+        self.complete_state = complete_state
 
     def __call__(self, tokens, state, t):
         return self.fn(tokens, state, t)
@@ -103,7 +115,11 @@ class StepFunction:
             return logits, new_state, weights
 
         return StepFunction(
-            masked_step, self.beam_width, self.batch_size, self.input_vocabulary_size
+            masked_step,
+            self.beam_width,
+            self.batch_size,
+            self.input_vocabulary_size,
+            self.complete_state,
         )
 
     def __repr__(self) -> str:
@@ -140,11 +156,13 @@ def make_step_fn(
     Returns:
         A `StepFunction` `step_fn(tokens, states, t) -> (logits, new_states, weights)`
         recording `beam_width`, the memory's batch size and the embedding's `input_dim`
-        (which the searches check their arguments against); start it from
-        `cell.get_initial_state(B, memory)` (or the encoder's final states, completed with
-        `cell.complete_initial_state(states, B, memory)`; the memory is needed only by
-        monotonic and location-sensitive attention, whose previous weights `[B, S]` is in
-        the state).
+        (which the searches check their arguments against). The searches start it from
+        `cell.get_initial_state(B, memory)` or from the encoder's final states alone (`[h, c]`
+        of an `LSTMCell`, as tfa's `clone(cell_state=...)` took them): they complete those
+        with `cell.complete_initial_state(states, B, memory)` (the fed-back `h~` zero, the
+        attention's initial weights). Driving `step_fn` by hand, complete them yourself.
+        Pass the memory untiled: with `beam_width=K` it is repeated here (tfa's `tile_batch`
+        must go), and `beam_search` repeats the state.
 
     Example:
 
@@ -175,6 +193,7 @@ def make_step_fn(
         )
     check_mask("memory_mask", memory_mask, memory, "memory")
     rows = memory.shape[0]
+    untiled = memory
     if memory_mask is not None:
         memory_mask = ops.cast(memory_mask, "bool")
     if beam_width > 1:
@@ -189,11 +208,20 @@ def make_step_fn(
         )
         return output_layer(output), new_states, weights
 
+    def complete_state(initial_state, batch_size):
+        # Only the wrapped cell's states alone are completed: a full state passes unchanged
+        # (its dtype too), as the searches took it before.
+        states = initial_state if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if len(states) == len(cell.state_size):
+            return initial_state
+        return cell.complete_initial_state(states, batch_size, untiled)
+
     return StepFunction(
         step_fn,
         beam_width=beam_width,
         batch_size=rows,
         input_vocabulary_size=getattr(embedding, "input_dim", None),
+        complete_state=complete_state,
     )
 
 
@@ -217,22 +245,43 @@ def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start
             f"`batch_size` must be a non-negative integer (or a scalar integer tensor). "
             f"Received: batch_size={batch_size!r}"
         )
+    # tfa users tile the memory by hand (`tile_batch`); make_step_fn repeats it itself.
+    no_tiling = (
+        " make_step_fn(..., beam_width=K) repeats the memory for the beams itself and "
+        "beam_search repeats the initial state: give both the untiled [batch, ...] tensors "
+        "(no tfa `tile_batch`)."
+    )
     made_for = getattr(step_fn, "beam_width", None)
     if made_for is not None and made_for != beam_width:
         raise ValueError(
             f"`step_fn` was made with make_step_fn(..., beam_width={made_for}) but the search "
-            f"runs {beam_width} beam(s) per row: pass the same value. Received: "
+            f"runs {beam_width} beam(s) per row: pass the same value.{no_tiling} Received: "
             f"beam_width={beam_width}"
         )
     rows = getattr(step_fn, "batch_size", None)
     if is_integer(rows) and is_integer(batch_size) and rows != batch_size:
+        tiled = beam_width > 1 and rows == batch_size * beam_width
         raise ValueError(
-            f"`batch_size` must be the number of memory rows `step_fn` was made with ({rows}). "
-            f"Received: batch_size={batch_size}"
+            f"`batch_size` must be the number of memory rows `step_fn` was made with ({rows})."
+            + (
+                f" {rows} = batch_size x beam_width: the memory looks tiled already (tfa's "
+                f"`tile_batch`).{no_tiling}"
+                if tiled
+                else ""
+            )
+            + f" Received: batch_size={batch_size}"
         )
     vocabulary = getattr(step_fn, "input_vocabulary_size", None)
     if is_integer(vocabulary):
         check_tokens({"start_token": start_token}, int(vocabulary))
+
+
+def complete_initial_state(step_fn: Any, initial_state: Any, batch_size: Any) -> Any:
+    """The initial state completed by the step function's `complete_state` (a
+    `StepFunction` from `make_step_fn`: the encoder's states alone get the cell's extra
+    states), or unchanged."""
+    complete = getattr(step_fn, "complete_state", None)
+    return initial_state if complete is None else complete(initial_state, batch_size)
 
 
 def check_tokens(tokens: dict, vocab_size: int | None) -> None:

@@ -282,14 +282,28 @@ class BaseAttention(keras.layers.Layer):
             return None
         return ops.convert_to_tensor(query_mask)
 
-    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+    def compute_output_shape(
+        self, input_shape=None, value_shape=None, key_shape=None, *, query_shape=None
+    ):
         """Shape of the output for the call form the shapes describe.
 
         `[query_shape, value_shape(, key_shape)]` (or the shapes as separate arguments):
         `(*query_shape[:-1], d)`; one sequence's shape alone (pooling): `(B, d)`. `d` is the
-        value size, or `LuongAttention`'s `attention_units` when set.
+        value size, or `LuongAttention`'s `attention_units` when set. The first argument may be
+        passed by keyword as `input_shape` (Keras' name on its own layers) or `query_shape`.
         """
-        if query_shape is not None and not _is_shape(query_shape):
+        if query_shape is not None and input_shape is not None:
+            raise TypeError(
+                f"{self.name}: pass the first shape once, as `input_shape` or `query_shape`. "
+                f"Received: input_shape={input_shape}, query_shape={query_shape}"
+            )
+        query_shape = input_shape if query_shape is None else query_shape
+        if query_shape is None:
+            raise TypeError(
+                f"{self.name}: `compute_output_shape` needs the input shape(s). Received: "
+                "input_shape=None"
+            )
+        if not _is_shape(query_shape):
             shapes = list(query_shape)
             check_list_length(self.name, len(shapes))
             query_shape, value_shape = shapes[0], shapes[1]

@@ -305,8 +305,19 @@ class Seq2Seq(keras.Model):
             target_ids, memory, memory_mask=memory_mask, encoder_states=states, training=training
         )
 
-    def compute_output_shape(self, inputs_shape):
-        _, target_shape = _split_inputs(inputs_shape, "inputs_shape")
+    def compute_output_shape(self, input_shape=None, **kwargs):
+        # `input_shape` is Keras' name (`compute_output_shape(input_shape=...)` on its own
+        # layers); `inputs_shape`, after the call argument `inputs`, is accepted too. Only one
+        # named parameter, so that Keras passes the call's shapes to it without name checks.
+        inputs_shape = kwargs.pop("inputs_shape", None)
+        if kwargs or (input_shape is None) == (inputs_shape is None):
+            raise TypeError(
+                "`compute_output_shape` takes the shapes of `[source_ids, target_ids]` once, as "
+                f"`input_shape`. Received: input_shape={input_shape}, inputs_shape={inputs_shape}"
+                + "".join(f", {k}={v}" for k, v in kwargs.items())
+            )
+        input_shape = inputs_shape if input_shape is None else input_shape
+        _, target_shape = _split_inputs(input_shape, "input_shape")
         return (*tuple(target_shape), self.target_vocabulary_size)
 
     # ---------------------------------------------------------------- inference

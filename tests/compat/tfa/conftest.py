@@ -4,4 +4,5 @@ collect_ignore = [
     "make_tfa_fixtures.py",
     "make_monotonic_reference.py",
     "make_beam_score_reference.py",
+    "make_nmt_port_fixtures.py",
 ]
