@@ -14,6 +14,7 @@ from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
 from keras_attention.decoding.step_fn import check_tokens
 from keras_attention.functional.sampling import check_sampling_used
+from keras_attention.models._distribute import MultiWorkerMixin
 from keras_attention.models._inputs import (
     at_least_one_step,
     check_host_ids,
@@ -28,7 +29,7 @@ INPUT_NAMES = ("source_ids", "target_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Seq2Seq(keras.Model):
+class Seq2Seq(MultiWorkerMixin, keras.Model):
     """Encoder (`Seq2SeqEncoder`) + attentional decoder (`Seq2SeqDecoder`) in one model.
 
     Called on `{"source_ids": [B, S], "target_ids": [B, T]}` (or a pair) it returns the
@@ -42,6 +43,10 @@ class Seq2Seq(keras.Model):
     when the model owns its tokenizers (they are saved in its config, so a reloaded `.keras`
     model translates). `keras_attention.models.Translator` wraps both in compiled functions,
     and `keras_attention.export.export_saved_model` writes them as a SavedModel.
+
+    Under `tf.distribute.MultiWorkerMirroredStrategy`, `fit(dataset)` and `evaluate` work as
+    on one worker, where Keras 3 fails before the first step for its own models
+    (keras-team/keras#20585, tensorflow/tensorflow#72388; docs/multi-worker-keras-bug.md).
 
     Args:
         source_vocabulary_size: Source vocabulary size; defaults to `source_tokenizer`'s.
