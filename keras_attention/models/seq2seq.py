@@ -23,6 +23,7 @@ from keras_attention.models._inputs import (
 )
 from keras_attention.models.decoder import Seq2SeqDecoder
 from keras_attention.models.encoder import Seq2SeqEncoder
+from keras_attention.models.layout import get_layout_map
 from keras_attention.models.translator import Translator
 
 INPUT_NAMES = ("source_ids", "target_ids")
@@ -428,6 +429,17 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         repeated calls. `n_best=k` returns k strings per input (see `Translator.translate`)."""
         translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
         return translator.translate(texts, n_best=n_best)
+
+    # ---------------------------------------------------------------- distribution
+    @staticmethod
+    def get_layout_map(
+        device_mesh: keras.distribution.DeviceMesh, model_parallel_dim_name: str = "model"
+    ) -> keras.distribution.LayoutMap:
+        """The `keras.distribution.LayoutMap` that shards the embedding tables and the
+        vocabulary projection along the vocabulary over `model_parallel_dim_name` (other
+        weights replicated), for `keras.distribution.ModelParallel`; see
+        `keras_attention.models.layout.get_layout_map`."""
+        return get_layout_map(device_mesh, model_parallel_dim_name)
 
     # ---------------------------------------------------------------- serialization
     def get_config(self) -> dict:
