@@ -16,6 +16,9 @@ pipeline of the *global* batch (the strategy shards it: auto-shard policy, here 
                       A functional `keras.Model` around an `AttentionRNN` (Keras' own class,
                       without this package's fix): records whether `fit` runs or the error it
                       raises (keras-team/keras#20585).
+    --model functional-fixed
+                      The same model built with `class Model(MultiWorkerMixin, keras.Model)`
+                      (the package's workaround): records whether `fit` runs.
 """
 
 from __future__ import annotations

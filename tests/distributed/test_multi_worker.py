@@ -7,9 +7,11 @@ suite's backend) gets its `TF_CONFIG` from the test, builds and compiles a `Seq2
 without a strategy (`train_worker.py --devices 1`), from the same initial weights and on the
 same data in the same order: per-step losses and every final weight agree to TOLERANCE
 (measured: 5e-7 on the losses, 2e-8 on the weights), the chief's saved `.keras` reloads with
-the outputs it had. A functional `keras.Model` fails under the same recipe: Keras'
-bug keras-team/keras#20585, which `Seq2Seq` works around (keras_attention/models/
-_distribute.py); `test_keras_functional_model_still_fails` fails the day Keras fixes it.
+the outputs it had. A functional `keras.Model` (around an `AttentionRNN`) fails under the
+same recipe: Keras' bugs keras-team/keras#20585 and tensorflow/tensorflow#72388, which
+`Seq2Seq` works around (keras_attention/models/_distribute.py), and which the same overrides
+fix for a functional model; `test_keras_functional_model_still_fails` fails the day Keras
+fixes them.
 """
 
 from __future__ import annotations
@@ -118,3 +120,12 @@ def test_keras_functional_model_still_fails(tmp_path):
         assert not worker["functional"]["trained"], "Keras fixed #20585: drop the workaround"
         assert "Attempt to convert a value" in worker["functional"]["error"]
         assert "_maybe_symbolic_build" in worker["functional"]["frames"]
+
+
+def test_functional_model_trains_with_the_same_overrides(tmp_path):
+    """The workaround is not specific to `Seq2Seq`: a functional model built with a
+    `keras.Model` subclass carrying `MultiWorkerMixin` trains under the same recipe
+    (docs/multi-worker-keras-bug.md shows it)."""
+    results = run_cluster(tmp_path, "--model", "functional-fixed")
+    for worker in results:
+        assert worker["functional"] == {"trained": True}
