@@ -93,17 +93,17 @@ def forward_macs(model, source_length: float, target_length: float) -> float:
         if "embedding" not in w.path and "bridge" not in w.path
     )
     memory = model.encoder.output_dim
-    attention = model.decoder.attention
     pairs = source_length * target_length
-    if attention == "bahdanau":
-        dim = model.decoder.cell.attention.units
-        # keys once per source position (its kernel is counted per target step above:
-        # take it back), then per pair the tanh features (dim) and the score (dim) + context
-        key_kernel = memory * dim
-        memory_side = source_length * key_kernel - target_length * key_kernel
+    # The memory-side kernel (Bahdanau's key kernel, Luong "general"'s W_a) is applied once per
+    # source position, not per target step: take it out of the per-step count above.
+    name = "key_kernel" if model.decoder.attention == "bahdanau" else "score_kernel"
+    (kernel,) = [w for w in model.decoder.weights if w.path.endswith(name)]
+    size, dim = int(np.prod(kernel.shape)), kernel.shape[-1]
+    memory_side = (source_length - target_length) * size
+    if model.decoder.attention == "bahdanau":  # per pair: tanh features, score, context
         memory_side += pairs * (2 * dim + memory)
-    else:  # Luong "general": keys W_a h_s once per source position, then score + context
-        memory_side = source_length * memory * model.decoder.units + pairs * 2 * memory
+    else:  # per pair: the score (a dot product of keys) and the context
+        memory_side += pairs * 2 * memory
     return source_length * encoder_rnn + target_length * decoder_steps + memory_side
 
 
