@@ -13,7 +13,9 @@
   stderr go to `<name>.log` in the test's directory; `wait_all` / `wait` fail the test with the
   tails of the logs when a process exits with an error or when the group's deadline passes;
   leaving the `with` block (normally, on a failure or on a timeout) kills every process group
-  still alive (SIGKILL), children included, and reaps it.
+  still alive (SIGKILL), children included, and reaps it. On Linux each worker also gets
+  SIGKILL if the test process itself dies (`PR_SET_PDEATHSIG`: a pytest killed by a CI timeout
+  leaves no worker behind).
 - `worker_env(backend, **extra)`: the environment for a worker: the parent's, with its own
   `KERAS_BACKEND` (the test process keeps its backend), quiet TensorFlow logs, the checkout on
   `PYTHONPATH`, and no proxy for local addresses.
@@ -24,6 +26,7 @@ Only 127.0.0.1 is used, by every caller: nothing here listens on another interfa
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -35,6 +38,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the parent dies (Linux; a no-op elsewhere)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def free_ports(count: int) -> list[int]:
@@ -89,7 +98,7 @@ class ProcessGroup:
         try:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=_die_with_parent,
             )  # fmt: skip
         finally:
             log.close()  # the child holds its own descriptor
