@@ -35,7 +35,7 @@ from tests.distributed.cluster import HOST, ProcessGroup, free_ports, worker_env
 from tests.distributed.shard_worker import EPOCHS, SOURCES
 
 HERE = Path(__file__).resolve().parent
-TIMEOUT = 180  # seconds for one cluster run (about 20 s on an idle 2-core machine)
+TIMEOUT = 600  # seconds for one cluster run (about 20 s on an idle 2-core machine)
 
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]  # the pipeline is tf.data
 
