@@ -14,6 +14,7 @@ from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
 from keras_attention.decoding.step_fn import check_tokens
 from keras_attention.functional.sampling import check_sampling_used
+from keras_attention.models._distribute import MultiWorkerMixin
 from keras_attention.models._inputs import (
     at_least_one_step,
     check_host_ids,
@@ -22,13 +23,14 @@ from keras_attention.models._inputs import (
 )
 from keras_attention.models.decoder import Seq2SeqDecoder
 from keras_attention.models.encoder import Seq2SeqEncoder
+from keras_attention.models.layout import get_layout_map
 from keras_attention.models.translator import Translator
 
 INPUT_NAMES = ("source_ids", "target_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Seq2Seq(keras.Model):
+class Seq2Seq(MultiWorkerMixin, keras.Model):
     """Encoder (`Seq2SeqEncoder`) + attentional decoder (`Seq2SeqDecoder`) in one model.
 
     Called on `{"source_ids": [B, S], "target_ids": [B, T]}` (or a pair) it returns the
@@ -42,6 +44,10 @@ class Seq2Seq(keras.Model):
     when the model owns its tokenizers (they are saved in its config, so a reloaded `.keras`
     model translates). `keras_attention.models.Translator` wraps both in compiled functions,
     and `keras_attention.export.export_saved_model` writes them as a SavedModel.
+
+    Under `tf.distribute.MultiWorkerMirroredStrategy`, `fit(dataset)` and `evaluate` work as
+    on one worker, where Keras 3 fails before the first step for its own models
+    (keras-team/keras#20585, tensorflow/tensorflow#72388; docs/multi-worker-keras-bug.md).
 
     Args:
         source_vocabulary_size: Source vocabulary size; defaults to `source_tokenizer`'s.
@@ -434,6 +440,17 @@ class Seq2Seq(keras.Model):
         repeated calls. `n_best=k` returns k strings per input (see `Translator.translate`)."""
         translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
         return translator.translate(texts, n_best=n_best)
+
+    # ---------------------------------------------------------------- distribution
+    @staticmethod
+    def get_layout_map(
+        device_mesh: keras.distribution.DeviceMesh, model_parallel_dim_name: str = "model"
+    ) -> keras.distribution.LayoutMap:
+        """The `keras.distribution.LayoutMap` that shards the embedding tables and the
+        vocabulary projection along the vocabulary over `model_parallel_dim_name` (other
+        weights replicated), for `keras.distribution.ModelParallel`; see
+        `keras_attention.models.layout.get_layout_map`."""
+        return get_layout_map(device_mesh, model_parallel_dim_name)
 
     # ---------------------------------------------------------------- serialization
     def get_config(self) -> dict:

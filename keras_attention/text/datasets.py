@@ -22,6 +22,8 @@ def pairs_dataset(
     shuffle: bool = False,
     seed: int | None = None,
     pad_to_multiple: int = 8,
+    num_shards: int = 1,
+    shard_index: int = 0,
 ) -> tf.data.Dataset:
     """Batches of `({"source_ids", "target_ids"}, labels)` for training a seq2seq model.
 
@@ -48,6 +50,21 @@ def pairs_dataset(
             compiled with XLA (`jit_compile=True`) compiles one program per distinct batch
             shape; rounding lengths keeps that to a handful. `1` pads to the longest row
             only. Defaults to `8`.
+        num_shards: Split the pairs over this many workers, each building its own pipeline
+            with its `shard_index`: worker `i` keeps pairs `i, i + num_shards, ...` before
+            shuffling, tokenizing and batching (so it reads and tokenizes only its share,
+            shuffled with its own seed), `batch_size` is then the batch of one worker, and
+            the pipeline's auto-shard policy is set to `OFF` (a
+            `tf.distribute.MultiWorkerMirroredStrategy` must not shard it again; with
+            `keras.distribution.DataParallel` set `auto_shard_dataset=False`). Every worker
+            must get the same number of batches in an epoch (a collective step waits for
+            all): choose sizes that divide evenly or pass `steps_per_epoch`. With the
+            default `1` the dataset holds every pair and the distribution shards it: a
+            strategy's auto-shard policy (by data) or `DataParallel(auto_shard_dataset=True)`
+            gives each worker its part of every global batch of `batch_size`, which is
+            right only when every worker shuffles alike: pass the same `seed` on every
+            worker when `shuffle=True` (docs/scaling.md). Defaults to `1`.
+        shard_index: This worker's shard, in `[0, num_shards)`. Defaults to `0`.
 
     Returns:
         A `tf.data.Dataset` of `({"source_ids": [B, S], "target_ids": [B, T]}, labels
@@ -82,6 +99,13 @@ def pairs_dataset(
     if seed is not None:
         seed = check_int("seed", seed)
     multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)
+    num_shards = check_int("num_shards", num_shards, minimum=1)
+    shard_index = check_int("shard_index", shard_index, minimum=0)
+    if shard_index >= num_shards:
+        raise ValueError(
+            "`shard_index` must be in [0, num_shards). "
+            f"Received: shard_index={shard_index}, num_shards={num_shards}"
+        )
     count = sources.shape[0]
     if count is None or targets.shape[0] is None:
         raise ValueError("`sources` and `targets` must have a known length (eager tensors).")
@@ -112,6 +136,12 @@ def pairs_dataset(
         return inputs, labels
 
     dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if num_shards > 1:  # this worker's pairs only; a strategy must not shard them again
+        dataset = dataset.shard(num_shards, shard_index)
+        count = max(len(range(shard_index, count, num_shards)), 1)  # (a shuffle buffer >= 1)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        dataset = dataset.with_options(options)
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size)
