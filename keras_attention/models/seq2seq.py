@@ -18,6 +18,7 @@ from keras_attention.models._inputs import (
     at_least_one_step,
     check_host_ids,
     check_host_source_ids,
+    check_tokenizer,
     map_out_of_vocabulary,
 )
 from keras_attention.models.decoder import Seq2SeqDecoder
@@ -25,6 +26,7 @@ from keras_attention.models.encoder import Seq2SeqEncoder
 from keras_attention.models.translator import Translator
 
 INPUT_NAMES = ("source_ids", "target_ids")
+_ANY_SHAPE = {"source_ids": (None, None), "target_ids": (None, None)}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -131,6 +133,8 @@ class Seq2Seq(keras.Model):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        source_tokenizer = check_tokenizer("source_tokenizer", source_tokenizer)
+        target_tokenizer = check_tokenizer("target_tokenizer", target_tokenizer)
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         source_vocabulary_size = _vocabulary_size(
@@ -139,6 +143,8 @@ class Seq2Seq(keras.Model):
         target_vocabulary_size = _vocabulary_size(
             "target_vocabulary_size", target_vocabulary_size, target_tokenizer
         )
+        check_tokenizer("source_tokenizer", source_tokenizer, source_vocabulary_size)
+        check_tokenizer("target_tokenizer", target_tokenizer, target_vocabulary_size)
         check_tokens({"start_id": start_id, "end_id": end_id}, target_vocabulary_size)
         for name, value in (("start_id", start_id), ("end_id", end_id)):
             if value == 0:
@@ -354,6 +360,13 @@ class Seq2Seq(keras.Model):
         `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
         tensor there).
 
+        Cost: the search runs up to `max_length` decoder steps while any row has not ended
+        (an untrained model rarely ends), each step costing one decoder step over the batch
+        (times `beam_width`) and attention over the source; the alignments take
+        `B x max_length x S` floats. Nothing but `max_length` bounds it here: eager
+        `max_length=10**6` ran about 80 minutes on 2 CPU cores. `Translator` and the exports
+        cap it at `translator.MAX_LENGTH_LIMIT` (4096).
+
         Returns:
             The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),
             `"scores"` `[B]`, `"lengths"` `[B]`, `"alignments"` `[B, max_length, S]` (and the
@@ -442,7 +455,18 @@ class Seq2Seq(keras.Model):
                 import keras_attention.text  # noqa: F401  (registers the tokenizer classes)
 
                 config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        model = cls(**config)
+        # Built here, before Keras loads the weights: a `.keras` file whose `build_config` is
+        # missing (or records a wrong `input_shape`) would otherwise load with no variables
+        # and no error, its weights silently dropped, and decode with random ones.
+        model.build_from_config(None)
+        return model
+
+    def build_from_config(self, config: Any) -> None:
+        """Build for any batch size and lengths: the weights' shapes depend on the model's
+        configuration only, so the `input_shape` a file records is not needed (nor trusted)."""
+        if not self.built:
+            self.build(_ANY_SHAPE)
 
 
 def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
