@@ -390,7 +390,7 @@ class Seq2Seq(keras.Model):
                 f"{tuple(source_ids.shape)}"
             )
         if not self.built:
-            self.build({"source_ids": tuple(source_ids.shape), "target_ids": (None, None)})
+            self.build(_ANY_SHAPE)  # (a concrete batch size here broke a later export)
         if source_ids.shape[0] == 0:
             return empty_search_result(max_length, beam_width, source_ids.shape[1])
         memory, memory_mask, state = self.encode(source_ids)
