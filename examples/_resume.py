@@ -6,10 +6,10 @@ of the callbacks that carry some (`EarlyStopping`: its counters and best weights
 so far, and a manifest naming each file with its SHA-256 and a fingerprint of the run's
 settings. The manifest is written last and put in place with an atomic rename, so a run killed
 at any moment (SIGKILL, SIGTERM, a closed laptop) leaves the previous complete backup. `restore`
-loads it before `fit` and returns the epoch to start from; `fast_forward` puts a `tf.data`
-pipeline that reshuffles each epoch at the order of that epoch (the order of epoch k is its
-k-th iteration), so a resumed run trains on exactly the batches the uninterrupted run would
-have, and ends with the same weights and metrics. What is lost is the epoch in progress.
+loads it before `fit` and returns the epoch to start from; `epoch_stream` feeds `fit` a
+`tf.data` pipeline that reshuffles on every pass as one repeated stream, from the epoch to
+start from, so a resumed run trains on exactly the batches the uninterrupted run would have,
+and ends with the same weights and metrics. What is lost is the epoch in progress.
 
 A backup that does not check out (a file missing, truncated or changed, a manifest that is not
 JSON, settings that differ from the run's) raises `CorruptBackupError` (a `ValueError`) naming
@@ -19,8 +19,8 @@ Example (what `examples/translate.py --resume` does)::
 
     resume = ResumableTraining(output / "backup", settings=vars(args))
     initial_epoch = resume.restore(model, [early_stopping]) if args.resume else 0
-    resume.fast_forward(train_dataset, initial_epoch)
-    model.fit(train_dataset, epochs=..., initial_epoch=initial_epoch,
+    stream, steps = resume.epoch_stream(train_dataset, initial_epoch)
+    model.fit(stream, steps_per_epoch=steps, epochs=..., initial_epoch=initial_epoch,
               callbacks=[early_stopping, resume])
 """
 
@@ -140,11 +140,20 @@ class ResumableTraining(keras.callbacks.Callback):
         return int(manifest["epoch"])
 
     @staticmethod
-    def fast_forward(dataset, epochs: int) -> None:
-        """Advance a `tf.data` pipeline that reshuffles every epoch by `epochs` iterations
-        (each `iter` draws the next epoch's order; no element is read)."""
-        for _ in range(epochs):
-            iter(dataset)
+    def epoch_stream(dataset, initial_epoch: int = 0) -> tuple:
+        """`(stream, steps_per_epoch)` for `fit`: a finite `tf.data` pipeline that reshuffles
+        on every pass, repeated, from the first batch of epoch `initial_epoch` on. Keras keeps
+        one iterator over it across epochs, so epoch k trains on the k-th pass, in an
+        uninterrupted run and in a resumed one alike (the skipped passes are drawn, not
+        trained on: their order is what puts the resumed epochs at theirs). Use it in both."""
+        steps = int(dataset.cardinality())
+        if steps < 0:
+            raise ValueError(
+                "`dataset` must have a known number of batches (`cardinality()`); use "
+                "`dataset.apply(tf.data.experimental.assert_cardinality(n))`. Received: "
+                f"cardinality={steps}"
+            )
+        return dataset.repeat().skip(initial_epoch * steps), steps
 
     # ---------------------------------------------------------------- backup
     def set_callbacks(self, callbacks) -> None:

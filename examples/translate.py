@@ -326,16 +326,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     resume = ResumableTraining(output / "backup", settings=_resume_settings(args))
     resume.set_callbacks([early_stopping])
-    train_data = dataset(train, True)
     initial_epoch = 0
     if args.resume:
         model.build_from_config(None)
         initial_epoch = resume.restore(model, [early_stopping])
-        resume.fast_forward(train_data, initial_epoch)
         print(f"resumed from {output / 'backup'} after epoch {initial_epoch}")
+    # One stream of passes over the training pairs, each reshuffled (pairs_dataset shuffles
+    # anew on every pass), from the first batch of the epoch to start from.
+    train_data, steps = resume.epoch_stream(dataset(train, True), initial_epoch)
     train_started = time.perf_counter()
     model.fit(
         train_data,
+        steps_per_epoch=steps,
         validation_data=dataset(validation, False),
         epochs=args.epochs,
         initial_epoch=initial_epoch,
