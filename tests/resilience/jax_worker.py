@@ -70,8 +70,14 @@ class Steps(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)  # a preempted worker: no clean-up at all
 
 
+# double_checkpoint: when the other worker dies, this one's next collective fails, and the
+# error surfaces (JAX dispatches asynchronously) while `save_weights` reads the variables at
+# the epoch's end, leaving a truncated `latest.weights.h5` ("truncated file: eof = 96" on the
+# restart). The previous backup, kept as `.bkp`, is then restored instead.
 backup = keras.callbacks.BackupAndRestore(
-    os.path.join(args.backup, f"worker-{args.process_id}"), save_freq="epoch"
+    os.path.join(args.backup, f"worker-{args.process_id}"),
+    save_freq="epoch",
+    double_checkpoint=True,
 )
 model.fit(
     x, y, batch_size=local_batch, epochs=args.epochs, shuffle=False, verbose=0,
