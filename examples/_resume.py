@@ -1,7 +1,8 @@
 """Resumable training for the examples: epoch backups that a killed run resumes exactly from.
 
 `ResumableTraining` is a Keras callback. At the end of every epoch it writes a backup into
-`directory`: the model's weights with the optimizer's state (`model.save_weights`), the state
+`directory`: the model's weights with the optimizer's state (`model.save_weights`), the seed
+generators' states (dropout's random streams, which `save_weights` leaves out), the state
 of the callbacks that carry some (`EarlyStopping`: its counters and best weights), the history
 so far, and a manifest naming each file with its SHA-256 and a fingerprint of the run's
 settings. The manifest is written last and put in place with an atomic rename, so a run killed
@@ -128,6 +129,10 @@ class ResumableTraining(keras.callbacks.Callback):
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         model.load_weights(weights)
+        if "random" in extra:  # `save_weights` leaves out the seed generators' states
+            with np.load(extra["random"]) as data:
+                for i, variable in enumerate(_random_states(model)):
+                    variable.assign(data[f"s{i}"])
         for index, callback in enumerate(callbacks):
             state = dict(manifest["callbacks"][index])
             key = f"best_weights_{index}"
@@ -178,6 +183,13 @@ class ResumableTraining(keras.callbacks.Callback):
         weights = self.directory / f"epoch-{epoch + 1:04d}.weights.h5"
         self.model.save_weights(weights, overwrite=True)
         files["weights"] = weights
+        random_states = _random_states(self.model)
+        if random_states:  # dropout's random streams: variables, but not weights
+            path = self.directory / f"epoch-{epoch + 1:04d}.random.npz"
+            arrays = {f"s{i}": np.asarray(v.value) for i, v in enumerate(random_states)}
+            with open(path, "wb") as f:
+                np.savez(f, **arrays)
+            files["random"] = path
         states = []
         for index, callback in enumerate(self._callbacks):
             state = {}
@@ -219,3 +231,9 @@ def resume_arguments(parser) -> None:
         action="store_true",
         help="Resume from the backup in --output-dir (written at every epoch's end).",
     )
+
+
+def _random_states(model: keras.Model) -> list:
+    """The seed generators' state variables (dropout's random streams): `save_weights` leaves
+    them out, and a resumed run would draw other dropout masks than the uninterrupted one."""
+    return [v for v in model.variables if v.path.endswith("seed_generator_state")]

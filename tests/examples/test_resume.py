@@ -49,7 +49,14 @@ def _data(tf_data: bool):
 
 def _model():
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((5,)),
+            keras.layers.Dense(8),
+            keras.layers.Dropout(0.3, seed=5),  # its random stream must resume too
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile(keras.optimizers.Adam(1e-2), loss="mse")
     return model
 
@@ -80,7 +87,8 @@ def _train(directory, tf_data, stop_at=None, resume=False):
     ids=["arrays", "tf.data-reshuffled"],
 )
 def test_stopped_and_resumed_equals_uninterrupted(tmp_path, tf_data):
-    """Weights (optimizer state included), EarlyStopping's best weights and the history of a run
+    """Weights (optimizer state included), dropout's random stream, EarlyStopping's best weights
+    and the history of a run
     stopped after epoch 2 and resumed equal those of an uninterrupted run, exactly; with a
     tf.data pipeline that reshuffles every epoch, `epoch_stream` restores each epoch's order."""
     whole, whole_backup, _ = _train(tmp_path / "whole", tf_data)
