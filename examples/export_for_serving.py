@@ -11,7 +11,8 @@ Steps:
    Luong attention, trained for a few epochs with XLA;
 2. `export_saved_model` writes `OUTPUT/serving/translator/1` (TF Serving's layout:
    `<model base path>/<version>/`) with two signatures: `serving_default` (token ids in;
-   `ids`, `scores`, `lengths`, `alignments` out) and `translate` (strings in, strings out);
+   `ids`, `scores`, `lengths`, `alignments` out) and `translate` (strings in, strings out),
+   refusing sources longer than twice the longest training source (`max_source_length`);
 3. the export is queried the way TF Serving runs it, in fresh processes that never import
    `keras_attention`: `saved_model_cli run` (the session-based loader TF Serving uses) on
    `serving_default`, and a REST-style `{"signature_name": "translate", "instances": […]}`
@@ -202,7 +203,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{exact:.1%} on {len(test_src)} unseen dates")  # fmt: skip
 
     model_dir = output / "serving" / "translator" / "1"
-    export_saved_model(model, model_dir, max_length=MAX_LENGTH, overwrite=True)
+    # The source-length limit from the training data: twice its longest source, in tokens
+    # (a longer request is refused with a clear error instead of holding a core for seconds).
+    longest = int(source_tokenizer.tokenize(train_src).shape[1])
+    max_source_length = 2 * longest
+    export_saved_model(
+        model,
+        model_dir,
+        max_length=MAX_LENGTH,
+        max_source_length=max_source_length,
+        overwrite=True,
+    )
     request = {"signature_name": "translate", "instances": queries}
     (output / "request.json").write_text(json.dumps(request, ensure_ascii=False, indent=1))
     source_ids = source_tokenizer.tokenize(queries, add_end=True).numpy()
@@ -239,6 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "train_seconds": train_seconds,
         "test_exact_match": exact,
         "model_dir": str(model_dir),
+        "max_source_length": max_source_length,
         "request": request,
         "predictions": response["predictions"],
         "python_outputs": python_outputs,

@@ -29,6 +29,7 @@ Run it (`make demo` runs the defaults: about four minutes on 2 CPU cores)::
     python examples/translate.py --alignment local_predictive --window 4 --score concat
     python examples/translate.py --data fra.tsv --epochs 20     # an Anki / Tatoeba corpus
     python examples/translate.py --smoke                        # tiny and fast (the tests)
+    python examples/translate.py --output-dir out/ --resume     # continue a stopped run
 
 `main(argv)` runs it and returns the results as a dict.
 """
@@ -57,6 +58,9 @@ import numpy as np  # noqa: E402
 from keras_attention.export import export_saved_model  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 from keras_attention.text import CharTokenizer, normalize_text, pairs_dataset  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LOCALES = (
     "en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "it_IT", "pt_BR", "ru_RU", "el_GR", "ja_JP",
@@ -255,11 +259,18 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="Tiny sizes, one epoch (tests).")
+    resume_arguments(parser)
     args = parser.parse_args(argv)
     if args.smoke:
         args.units, args.epochs, args.dates, args.batch_size = 16, 1, 60, 32
         args.heatmaps = min(args.heatmaps, 2)
     return args
+
+
+def _resume_settings(args: argparse.Namespace) -> dict:
+    """The settings a backup must have been made with (the queries and folders may differ)."""
+    ignored = ("resume", "queries", "output_dir", "heatmaps")
+    return {k: v for k, v in vars(args).items() if k not in ignored}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -308,15 +319,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             batch_size=args.batch_size, shuffle=shuffle, seed=args.seed,
         )  # fmt: skip
 
+    # Backups at every epoch's end in OUTPUT/backup: `--resume` continues a stopped run from
+    # the last one, with the same result as an uninterrupted run (examples/_resume.py).
+    early_stopping = keras.callbacks.EarlyStopping(
+        monitor="val_loss", patience=2, restore_best_weights=True
+    )
+    resume = ResumableTraining(output / "backup", settings=_resume_settings(args))
+    resume.set_callbacks([early_stopping])
+    initial_epoch = 0
+    if args.resume:
+        model.build_from_config(None)
+        initial_epoch = resume.restore(model, [early_stopping])
+        print(f"resumed from {output / 'backup'} after epoch {initial_epoch}")
+    # One stream of passes over the training pairs, each reshuffled (pairs_dataset shuffles
+    # anew on every pass), from the first batch of the epoch to start from.
+    train_data, steps = resume.epoch_stream(dataset(train, True), initial_epoch)
     train_started = time.perf_counter()
-    history = model.fit(
-        dataset(train, True),
+    model.fit(
+        train_data,
+        steps_per_epoch=steps,
         validation_data=dataset(validation, False),
         epochs=args.epochs,
+        initial_epoch=initial_epoch,
         shuffle=False,  # pairs_dataset shuffles, anew each epoch
-        callbacks=[
-            keras.callbacks.EarlyStopping(monitor="val_loss", patience=2, restore_best_weights=True)
-        ],
+        callbacks=[early_stopping, resume],  # (resume after: it restores EarlyStopping's state)
         verbose=0 if args.smoke else 1,
     )
     train_seconds = time.perf_counter() - train_started
@@ -345,7 +371,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(
         textwrap.dedent(
             f"""
-            trained {len(history.history["loss"])} epochs in {train_seconds:.0f} s; """
+            trained {len(resume.history["loss"])} epochs in {train_seconds:.0f} s; """
             f"""total {wall_seconds:.0f} s
             written:
               {model_path}  (Keras model with its tokenizers)
@@ -358,7 +384,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return {
         "config": vars(args),
         "pairs": {k: len(v) for k, v in corpus.items()},
-        "epochs_run": len(history.history["loss"]),
+        "epochs_run": len(resume.history["loss"]),
+        "history": resume.history,
+        "resumed_from_epoch": initial_epoch,
         "train_seconds": train_seconds,
         "wall_seconds": wall_seconds,
         "table": table,

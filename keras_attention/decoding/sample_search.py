@@ -5,6 +5,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+import numpy as np
+
 from keras_attention._validation import check_int
 from keras_attention.decoding.greedy_search import one_path_search
 from keras_attention.decoding.step_fn import (
@@ -14,6 +16,7 @@ from keras_attention.decoding.step_fn import (
 )
 from keras_attention.functional.sampling import (
     check_sampling,
+    check_seed,
     resolve_top_k_method,
     sample_tokens,
     seed_tensor,
@@ -74,11 +77,14 @@ def sample_search(
         start_token: The token fed at step 0.
         end_token: The token that ends a sequence.
         max_length: The most tokens generated per row (the end token included).
-        temperature: T > 0; below 1 sharpens, above 1 flattens. Defaults to `1.0`.
-        top_k: Sample among the k most probable tokens only. Defaults to `None` (all).
+        temperature: T in [1e-4, 1e6] (`functional.sampling.MIN_TEMPERATURE`, `MAX_TEMPERATURE`);
+            below 1 sharpens, above 1 flattens. Defaults to `1.0`.
+        top_k: Sample among the k most probable tokens only, at most `vocab_size` when that
+            is given. Defaults to `None` (all).
         top_p: Nucleus sampling: among the most probable tokens whose mass reaches `top_p`, in
-            (0, 1]. Defaults to `None` (all).
-        seed: A Python int or an int32 scalar tensor. Defaults to `None` (a fresh seed).
+            [1e-6, 1]. Defaults to `None` (all).
+        seed: A Python int in [0, 2**31) or an int32 scalar tensor. Defaults to `None` (a
+            fresh seed).
         vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
         pad_token: Written after the end token. Defaults to `0`.
@@ -111,19 +117,17 @@ def sample_search(
     True
     """
     max_length = check_int("max_length", max_length, minimum=1)
-    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p)
-    top_k_method = resolve_top_k_method(top_k_method)
     if vocab_size is not None:
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p, vocab_size)
+    top_k_method = resolve_top_k_method(top_k_method)
     tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
     check_tokens(tokens, vocab_size)
     check_search_arguments(step_fn, batch_size, 1, start_token)
     if seed is None:
-        seed = secrets.randbits(32)
-    elif isinstance(seed, bool) or not (isinstance(seed, int) or hasattr(seed, "dtype")):
-        raise ValueError(
-            f"`seed` must be None, an integer or an integer scalar tensor. Received: seed={seed!r}"
-        )
+        seed = secrets.randbits(31)
+    elif not hasattr(seed, "dtype") or isinstance(seed, np.generic):
+        check_seed(seed)  # a Python (or NumPy) integer: in [0, 2**31), as everywhere else
     seed = seed_tensor(seed)
 
     def choose(t, log_probs):

@@ -12,6 +12,17 @@ import keras
 #: (left by `ops.slice_update`), and Python-function ops cannot run outside this process.
 FORBIDDEN_OPS = frozenset({"XlaDynamicUpdateSlice", "PyFunc", "EagerPyFunc", "PyFuncStateless"})
 
+#: The default `max_source_length` of an export: the most source tokens (characters for a
+#: `CharTokenizer`) a request may have. A request's cost grows with its length (the encoder
+#: runs over it and every decoder step attends to all of it): one 100,000-character request
+#: held a core for 7.4 s. Pass the training data's longest source with a margin instead
+#: (`examples/export_for_serving.py` does).
+DEFAULT_MAX_SOURCE_LENGTH = 1024
+#: A `translate` string longer than this many bytes per allowed token is refused before it is
+#: tokenized (a UTF-8 character has at most 4 bytes; the rest is room for whitespace that the
+#: normalization collapses), so an enormous request costs no tokenization either.
+BYTES_PER_TOKEN = 8
+
 
 def export_saved_model(
     model: Any,
@@ -30,6 +41,7 @@ def export_saved_model(
     overwrite: bool = False,
     jit_compile: bool = False,
     verbose: bool = False,
+    max_source_length: int | None = DEFAULT_MAX_SOURCE_LENGTH,
 ) -> str:
     """Write a trained `Seq2Seq` (or a `Translator`) as a SavedModel with two to four signatures.
 
@@ -50,9 +62,26 @@ def export_saved_model(
     - `sample_translate` (with `sample=True` and both tokenizers): inputs `inputs` and
       `seed`; outputs `outputs`, `scores`, `lengths`.
 
-    Batch size and source length are variable. The search is greedy (`beam_width=1`) or beam
-    search, with `max_length` fixed at export time. After writing, the op list of the saved
+    Batch size and source length are variable, the source length up to `max_source_length`.
+    The search is greedy (`beam_width=1`) or beam search, with `max_length` fixed at export
+    time (at most `Translator`'s ceiling, 4096). After writing, the op list of the saved
     graphs is checked for `FORBIDDEN_OPS`.
+
+    Hostile requests fail with a clear error (TensorFlow's `InvalidArgumentError`, an HTTP 400
+    from TF Serving) and cost almost nothing; the other requests of a server are unaffected:
+
+    - Too long: a request whose source is longer than `max_source_length` tokens is
+      **rejected**, not truncated (a cut source would be translated into a wrong answer
+      without a word): `source_ids` with more than `max_source_length + 1` columns (the end
+      token included, padding counted: it is computed on); a `translate` string of more than
+      `max_source_length` tokens, or of more than `BYTES_PER_TOKEN * max_source_length` bytes
+      (refused before tokenizing). The whole batch is refused with it: send long requests
+      alone.
+    - Wrong rank: `source_ids` must be rank 2 and `inputs` rank 1, checked first in the
+      graph (TF Serving passes any shape through to it) with an error naming the input, the
+      shape received and the shape expected.
+    - Wrong dtype: refused by TensorFlow before the graph runs ("expected to be a int32
+      tensor but is a int64 tensor").
 
     Loading: a char-level export (`text.CharTokenizer`) uses core TensorFlow ops only; a
     `text.WordpieceTokenizer` export needs `import tensorflow_text` before
@@ -78,13 +107,15 @@ def export_saved_model(
         jit_compile: Mark the search functions for XLA. Defaults to `False` (what every TF
             Serving build can run).
         verbose: Let Keras print the exported variables. Defaults to `False`.
+        max_source_length: The most source tokens a request may have (see above), or `None`
+            for no limit. Defaults to `DEFAULT_MAX_SOURCE_LENGTH` (1024).
 
     Returns:
         The export path as a string.
     """
     import tensorflow as tf
 
-    from keras_attention._validation import check_flag
+    from keras_attention._validation import check_flag, check_int
     from keras_attention.decoding.results import BEAM_RESULT_KEYS, RESULT_KEYS, empty_search_result
     from keras_attention.functional.sampling import check_sampling_used
     from keras_attention.models import Translator
@@ -117,6 +148,7 @@ def export_saved_model(
             target_tokenizer=target_tokenizer,
         )
     return_beams, sample = check_flag("return_beams", return_beams), check_flag("sample", sample)
+    max_source_length = check_int("max_source_length", max_source_length, 1, allow_none=True)
     check_sampling_used(sample, temperature, top_k, top_p)
     if return_beams and translator.beam_width == 1:
         raise ValueError(
@@ -155,6 +187,16 @@ def export_saved_model(
         def search(source_ids, seed=0):
             """The search's outputs; an empty batch gets empty outputs (the search's buffer
             scatters reject zero-size tensors)."""
+            source_ids = _checked_rank(source_ids, 2, "source_ids")
+            if max_source_length is not None:
+                source_ids = _checked_length(
+                    source_ids,
+                    tf.shape(source_ids)[1],
+                    max_source_length + 1,
+                    "`source_ids` has more columns than the export allows "
+                    f"(max_source_length={max_source_length} tokens + the end token); "
+                    "columns received:",
+                )
             keys = list(RESULT_KEYS)
             if with_beams:
                 keys += [key for key in BEAM_RESULT_KEYS if key != "normalized_scores"]
@@ -190,7 +232,25 @@ def export_saved_model(
         source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
 
         def strings_of(search, inputs, *seed):
+            inputs = _checked_rank(inputs, 1, "inputs")
+            if max_source_length is not None:
+                limit = BYTES_PER_TOKEN * max_source_length
+                inputs = _checked_length(
+                    inputs,
+                    tf.reduce_max(tf.strings.length(inputs)),  # (of no strings: the lowest int)
+                    limit,
+                    f"An `inputs` string is longer than the export allows ({limit} bytes, "
+                    f"for max_source_length={max_source_length} tokens); bytes received:",
+                )
             source_ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
+            if max_source_length is not None:
+                source_ids = _checked_length(
+                    source_ids,
+                    tf.shape(source_ids)[1] - 1,
+                    max_source_length,
+                    "An `inputs` string is longer than the export allows "
+                    f"(max_source_length={max_source_length} tokens); tokens received:",
+                )
             result = search(source_ids, *seed)
             outputs = {
                 "outputs": target_tok.detokenize(result["ids"]),
@@ -223,6 +283,27 @@ def export_saved_model(
             f"The exported graph at {path!r} contains ops TF Serving cannot run: {sorted(found)}"
         )
     return path
+
+
+def _checked_rank(x, rank: int, name: str):
+    """`x`, after an in-graph check of its rank. The signature's input spec fixes the rank for
+    Python callers, but TF Serving (and a loaded signature) pass any shape through, where it
+    failed deep inside the graph ("ConcatOp : Ranks of all input tensors should match"); the
+    error now reads "Shape of tensor inputs [1,1] is not compatible with expected shape [?]"."""
+    import tensorflow as tf
+
+    # `EnsureShape` checks at run time (an `Assert` on `tf.rank` would be folded away: the
+    # rank is known from the spec while tracing, and to Grappler from the signature).
+    return tf.ensure_shape(x, [None] * rank, name=f"check_rank_of_{name}")
+
+
+def _checked_length(x, length, limit: int, message: str):
+    """`x`, after an in-graph check that `length` is at most `limit`."""
+    import tensorflow as tf
+
+    check = tf.debugging.Assert(tf.less_equal(length, limit), [message, length])
+    with tf.control_dependencies([check]):
+        return tf.identity(x)
 
 
 def exported_ops(path: str | os.PathLike) -> set:

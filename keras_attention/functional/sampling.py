@@ -18,11 +18,13 @@ from typing import Any
 
 import keras
 from keras import ops
+from numpy import bool_ as np_bool
 
 __all__ = [
     "argmax_tokens",
     "check_sampling",
     "check_sampling_used",
+    "check_seed",
     "draw_tokens",
     "filter_logits",
     "gumbel_tokens",
@@ -41,30 +43,81 @@ _FILTERED = -3.0e38
 _ZERO_PROBABILITY = 104.0
 
 
-def check_sampling(temperature: Any, top_k: Any, top_p: Any) -> tuple:
-    """`(temperature, top_k, top_p)` validated: a `ValueError` names a bad one."""
+#: The sampling temperature's bounds. Below `MIN_TEMPERATURE`, `log_probs / temperature`
+#: leaves float32's exact range in the sampler's sums (at 1e-10 XLA drew only padding while
+#: eager did not; at 1e-38 both did), and sampling is greedy search in all but rounding: use
+#: `sample=False`. Above `MAX_TEMPERATURE` a token banned at the -1e9 logit of the searches
+#: (padding, the start token) would come within float32's probability floor of the best
+#: token, whose log-probability is at least -ln(V), and could be drawn.
+MIN_TEMPERATURE = 1e-4
+MAX_TEMPERATURE = 1e6
+#: The smallest nucleus mass. The most probable token holds at least 1/V of the mass, so any
+#: `top_p <= 1/V` keeps it alone; below this, `top_p * sum` fell to float32 subnormals and
+#: zero, and the nucleus kept nothing (only padding was drawn). For top-1 use `top_k=1`.
+MIN_TOP_P = 1e-6
+
+
+def check_sampling(temperature: Any, top_k: Any, top_p: Any, vocab_size: Any = None) -> tuple:
+    """`(temperature, top_k, top_p)` validated: a `ValueError` names a bad one.
+
+    `temperature` must be in [`MIN_TEMPERATURE`, `MAX_TEMPERATURE`], `top_k` an integer >= 1
+    (and at most `vocab_size` when that is known: a larger cut keeps every token, which is
+    almost surely a mistake), `top_p` in [`MIN_TOP_P`, 1]."""
     if (
         isinstance(temperature, bool)
         or not isinstance(temperature, numbers.Real)
         or not math.isfinite(float(temperature))
-        or temperature <= 0
+        or not MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE
     ):
         raise ValueError(
-            f"`temperature` must be a finite number > 0. Received: temperature={temperature!r}"
+            f"`temperature` must be a finite number in [{MIN_TEMPERATURE:g}, "
+            f"{MAX_TEMPERATURE:g}] (lower is greedy search up to rounding: use sample=False). "
+            f"Received: temperature={temperature!r}"
         )
     if top_k is not None and (
         isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1
     ):
         raise ValueError(f"`top_k` must be None or an integer >= 1. Received: top_k={top_k!r}")
+    if top_k is not None and vocab_size is not None and top_k > vocab_size:
+        raise ValueError(
+            f"`top_k` must be at most the vocabulary size ({vocab_size}). Received: top_k={top_k!r}"
+        )
     if top_p is not None and (
-        isinstance(top_p, bool) or not isinstance(top_p, numbers.Real) or not 0 < float(top_p) <= 1
+        isinstance(top_p, bool)
+        or not isinstance(top_p, numbers.Real)
+        or not MIN_TOP_P <= float(top_p) <= 1
     ):
-        raise ValueError(f"`top_p` must be None or a number in (0, 1]. Received: top_p={top_p!r}")
+        raise ValueError(
+            f"`top_p` must be None or a number in [{MIN_TOP_P:g}, 1] (for the most probable "
+            f"token alone use top_k=1). Received: top_p={top_p!r}"
+        )
     return (
         float(temperature),
         None if top_k is None else int(top_k),
         None if top_p is None else float(top_p),
     )
+
+
+#: Seeds are integers in [0, MAX_SEED]: they travel as int32 (a tensor argument of compiled
+#: functions and exports), so every entry point takes the same range.
+MAX_SEED = 2**31 - 1
+
+
+def check_seed(seed: Any, allow_none: bool = True) -> int | None:
+    """A Python-integer seed in [0, 2**31) (`None` passes with `allow_none`), else a
+    `ValueError` naming it. Tensors are not checked here (they are int32 already)."""
+    if seed is None and allow_none:
+        return None
+    if (
+        isinstance(seed, (bool, np_bool))
+        or not isinstance(seed, numbers.Integral)
+        or not 0 <= seed <= MAX_SEED
+    ):
+        raise ValueError(
+            f"`seed` must be {'None or ' if allow_none else ''}an integer in [0, 2**31). "
+            f"Received: seed={seed!r}"
+        )
+    return int(seed)
 
 
 def check_sampling_used(sample: bool, temperature: Any, top_k: Any, top_p: Any) -> None:

@@ -76,6 +76,12 @@ def _import_tensorflow():
     return tf, TrackableObjectGraph
 
 
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line, at most 300 characters."""
+    text = " ".join(str(getattr(error, "message", None) or error).split())
+    return text[:300]
+
+
 class _Graph:
     """The object graph of a checkpoint: children by name, variables' checkpoint keys."""
 
@@ -248,14 +254,20 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
         )
     tf, graph_cls = _import_tensorflow()
     path = tf.train.latest_checkpoint(checkpoint) or checkpoint
+    # A corrupt checkpoint (a random or truncated `.index`, a truncated or bit-flipped `.data`
+    # shard) fails inside TensorFlow with an `OpError` (the `.index` is not an sstable, a
+    # checksum does not match) or an `IndexError` ("Read less bytes than requested"): each is
+    # reported as the `ValueError` every other failed load raises, naming the file. All values
+    # are read before any is assigned, so the cell is unchanged.
+    unreadable = (tf.errors.OpError, IndexError, ValueError)
     try:
         reader = tf.train.load_checkpoint(path)
-    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as error:
+        graph = _Graph(reader, graph_cls)
+    except unreadable as error:
         raise ValueError(
-            f"Could not read a TensorFlow checkpoint at `checkpoint`. Received: "
-            f"checkpoint={checkpoint!r} ({error})"
+            f"Could not read a TensorFlow checkpoint at `checkpoint` (missing, or not a valid "
+            f"checkpoint): {_one_line(error)}. Received: checkpoint={checkpoint!r}"
         ) from error
-    graph = _Graph(reader, graph_cls)
     node, paths = _select_wrapper(graph.paths_to_wrappers(), scope, checkpoint)
     found = graph.variables_under(node)
     shapes = reader.get_variable_to_shape_map()
@@ -308,7 +320,13 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
                 "attention_activation=None.",
                 stacklevel=2,
             )
-    values = {p: reader.get_tensor(found[p][1]) for p in expected}  # all read, then assigned
+    try:
+        values = {p: reader.get_tensor(found[p][1]) for p in expected}  # all read, then assigned
+    except unreadable as error:
+        raise ValueError(
+            f"The checkpoint's data is corrupt (truncated or changed); nothing was loaded: "
+            f"{_one_line(error)}. Received: checkpoint={checkpoint!r}"
+        ) from error
     for p, weight in expected.items():
         weight.assign(np.asarray(values[p], dtype=keras.backend.standardize_dtype(weight.dtype)))
     return {weight.path: found[p][1] for p, weight in sorted(expected.items())}

@@ -74,3 +74,34 @@ def at_least_one_step(source_ids):
     if steps != 0:
         return source_ids
     return ops.zeros((ops.shape(source_ids)[0], 1), source_ids.dtype)
+
+
+def check_tokenizer(name: str, tokenizer: Any, vocabulary_size: int | None = None) -> Any:
+    """`tokenizer` (or `None`) checked: it must be a tokenizer (with `tokenize`, `detokenize`
+    and `vocabulary_size`: a `TypeError` otherwise, e.g. for a string), and its
+    `vocabulary_size` must equal `vocabulary_size` when that is given (a `ValueError`: ids of
+    one vocabulary read with another decode to the wrong text, or to unknown tokens)."""
+    if tokenizer is None:
+        return None
+    if isinstance(tokenizer, (str, bytes)) or not all(
+        hasattr(tokenizer, attribute) for attribute in ("tokenize", "detokenize")
+    ):
+        raise TypeError(
+            f"`{name}` must be a tokenizer (e.g. keras_attention.text.CharTokenizer) or None. "
+            f"Received: {name}={tokenizer!r:.200} (of type {type(tokenizer).__name__})"
+        )
+    try:
+        size = tokenizer.vocabulary_size
+    except (AttributeError, ValueError) as error:
+        raise ValueError(
+            f"`{name}` has no vocabulary: adapt it (or give it a vocabulary) first. "
+            f"Received: {name}={tokenizer!r:.200}"
+        ) from error
+    side = name.replace("_tokenizer", "")
+    if vocabulary_size is not None and size != vocabulary_size:
+        raise ValueError(
+            f"`{name}` has a vocabulary of {size} ids but the model's {side} vocabulary has "
+            f"{vocabulary_size}: its ids would decode to the wrong tokens. Received: "
+            f"{name}.vocabulary_size={size}, {side}_vocabulary_size={vocabulary_size}"
+        )
+    return tokenizer

@@ -19,6 +19,7 @@ from keras_attention.models._inputs import (
     at_least_one_step,
     check_host_ids,
     check_host_source_ids,
+    check_tokenizer,
     map_out_of_vocabulary,
 )
 from keras_attention.models.decoder import Seq2SeqDecoder
@@ -27,6 +28,7 @@ from keras_attention.models.layout import get_layout_map
 from keras_attention.models.translator import Translator
 
 INPUT_NAMES = ("source_ids", "target_ids")
+_ANY_SHAPE = {"source_ids": (None, None), "target_ids": (None, None)}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -137,6 +139,8 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        source_tokenizer = check_tokenizer("source_tokenizer", source_tokenizer)
+        target_tokenizer = check_tokenizer("target_tokenizer", target_tokenizer)
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         source_vocabulary_size = _vocabulary_size(
@@ -145,6 +149,8 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         target_vocabulary_size = _vocabulary_size(
             "target_vocabulary_size", target_vocabulary_size, target_tokenizer
         )
+        check_tokenizer("source_tokenizer", source_tokenizer, source_vocabulary_size)
+        check_tokenizer("target_tokenizer", target_tokenizer, target_vocabulary_size)
         check_tokens({"start_id": start_id, "end_id": end_id}, target_vocabulary_size)
         for name, value in (("start_id", start_id), ("end_id", end_id)):
             if value == 0:
@@ -371,6 +377,13 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
         tensor there).
 
+        Cost: the search runs up to `max_length` decoder steps while any row has not ended
+        (an untrained model rarely ends), each step costing one decoder step over the batch
+        (times `beam_width`) and attention over the source; the alignments take
+        `B x max_length x S` floats. Nothing but `max_length` bounds it here: eager
+        `max_length=10**6` ran about 80 minutes on 2 CPU cores. `Translator` and the exports
+        cap it at `translator.MAX_LENGTH_LIMIT` (4096).
+
         Returns:
             The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),
             `"scores"` `[B]`, `"lengths"` `[B]`, `"alignments"` `[B, max_length, S]` (and the
@@ -394,7 +407,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
                 f"{tuple(source_ids.shape)}"
             )
         if not self.built:
-            self.build({"source_ids": tuple(source_ids.shape), "target_ids": (None, None)})
+            self.build(_ANY_SHAPE)  # (a concrete batch size here broke a later export)
         if source_ids.shape[0] == 0:
             return empty_search_result(max_length, beam_width, source_ids.shape[1])
         memory, memory_mask, state = self.encode(source_ids)
@@ -470,7 +483,18 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
                 import keras_attention.text  # noqa: F401  (registers the tokenizer classes)
 
                 config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        model = cls(**config)
+        # Built here, before Keras loads the weights: a `.keras` file whose `build_config` is
+        # missing (or records a wrong `input_shape`) would otherwise load with no variables
+        # and no error, its weights silently dropped, and decode with random ones.
+        model.build_from_config(None)
+        return model
+
+    def build_from_config(self, config: Any) -> None:
+        """Build for any batch size and lengths: the weights' shapes depend on the model's
+        configuration only, so the `input_shape` a file records is not needed (nor trusted)."""
+        if not self.built:
+            self.build(_ANY_SHAPE)
 
 
 def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:

@@ -10,8 +10,12 @@ from keras import ops
 
 from keras_attention._validation import check_finite, check_flag, check_int, is_flag
 from keras_attention.decoding.results import empty_search_result
-from keras_attention.functional.sampling import check_sampling, check_sampling_used
-from keras_attention.models._inputs import check_host_source_ids
+from keras_attention.functional.sampling import check_sampling, check_sampling_used, check_seed
+from keras_attention.models._inputs import check_host_source_ids, check_tokenizer
+
+#: The most tokens a `Translator` (and so an export) generates: a ceiling on a request's cost
+#: (eager `generate` at max_length=10**6 ran about 80 minutes on 2 CPU cores).
+MAX_LENGTH_LIMIT = 4096
 
 
 class Translator:
@@ -27,21 +31,23 @@ class Translator:
 
     Args:
         model: A trained (or reloaded) `Seq2Seq`.
-        max_length: The most target tokens generated, the end token included. Defaults to
-            `50`.
+        max_length: The most target tokens generated, the end token included, at most
+            `MAX_LENGTH_LIMIT` (4096). Defaults to `50`.
         beam_width: `1` for greedy search, more for beam search. Defaults to `1`.
         length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
         coverage_penalty: GNMT beta for beam search (tfa's `coverage_penalty_weight`); `0` is
             off. Defaults to `0.0`.
         sample: Sample instead of the greedy argmax (`keras_attention.decoding.sample_search`;
             needs `beam_width=1`). Defaults to `False`.
-        temperature: Sampling temperature. Defaults to `1.0`.
-        top_k: Sample among the k most probable tokens. Defaults to `None` (all).
-        top_p: Nucleus sampling mass in (0, 1]. Defaults to `None` (all).
-        seed: With `sample`, seeds the stream of per-call seeds (each call draws the next one
-            from `np.random.default_rng(seed)`), so a new Translator with the same seed repeats
-            its outputs call for call; `None` draws fresh ones. A call's own `seed=` wins.
-            Defaults to `None`.
+        temperature: Sampling temperature, in [1e-4, 1e6]
+            (`functional.sampling.check_sampling`). Defaults to `1.0`.
+        top_k: Sample among the k most probable tokens, at most the target vocabulary.
+            Defaults to `None` (all).
+        top_p: Nucleus sampling mass in [1e-6, 1]. Defaults to `None` (all).
+        seed: An integer in [0, 2**31). With `sample`, seeds the stream of per-call seeds
+            (each call draws the next one from `np.random.default_rng(seed)`), so a new
+            Translator with the same seed repeats its outputs call for call; `None` draws
+            fresh ones. A call's own `seed=` wins. Defaults to `None`.
         jit_compile: Compile the search with XLA: `True`, `False` or `"auto"` (XLA on the
             TensorFlow and JAX backends, eager on PyTorch, where `True` is an error: XLA
             needs TensorFlow or JAX). Defaults to `"auto"`.
@@ -88,6 +94,13 @@ class Translator:
             )
         self.model = model
         self.max_length = check_int("max_length", max_length, minimum=1)
+        if self.max_length > MAX_LENGTH_LIMIT:
+            raise ValueError(
+                f"`max_length` must be at most {MAX_LENGTH_LIMIT} in a Translator or an export: "
+                "the search runs every step for rows that never end (each costs a decoder step, "
+                "and the alignments grow as max_length x source length); call "
+                f"`Seq2Seq.generate` for longer outputs. Received: max_length={max_length!r}"
+            )
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
         self.length_penalty = check_finite("length_penalty", length_penalty)
         self.coverage_penalty = check_finite("coverage_penalty", coverage_penalty)
@@ -102,14 +115,22 @@ class Translator:
                 "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "
                 f"beam_width={beam_width}"
             )
-        self.temperature, self.top_k, self.top_p = check_sampling(temperature, top_k, top_p)
-        if seed is not None:
-            seed = check_int("seed", seed, minimum=0)
-        self.seed = seed
+        self.temperature, self.top_k, self.top_p = check_sampling(
+            temperature, top_k, top_p, model.target_vocabulary_size
+        )
+        self.seed = check_seed(seed)
         self._seeds = np.random.default_rng(seed)
         self.pad_to_multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)
-        self.source_tokenizer = source_tokenizer or model.source_tokenizer
-        self.target_tokenizer = target_tokenizer or model.target_tokenizer
+        self.source_tokenizer = check_tokenizer(
+            "source_tokenizer",
+            model.source_tokenizer if source_tokenizer is None else source_tokenizer,
+            model.source_vocabulary_size,
+        )
+        self.target_tokenizer = check_tokenizer(
+            "target_tokenizer",
+            model.target_tokenizer if target_tokenizer is None else target_tokenizer,
+            model.target_vocabulary_size,
+        )
         self.jit_compile = _resolve_jit_compile(jit_compile)
         self._compiled = None
 
@@ -181,9 +202,7 @@ class Translator:
         if seed is None:
             seed = int(self._seeds.integers(0, 2**31 - 1))
         else:
-            seed = check_int("seed", seed, minimum=0)
-            if seed >= 2**31:
-                raise ValueError(f"`seed` must be in [0, 2**31). Received: seed={seed}")
+            seed = check_seed(seed, allow_none=False)
         source_ids = check_host_source_ids(
             source_ids, self.model.source_vocabulary_size, getattr(self.model, "oov_id", None)
         )

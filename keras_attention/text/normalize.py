@@ -1,7 +1,7 @@
 """`normalize_text`: the whitespace (and optional case) normalisation every tokenizer applies.
 
-Core TensorFlow string ops only (`RegexReplace`, `StringStrip`, `StringLower`), so graphs that
-use it load without `tensorflow_text`.
+Core TensorFlow string ops only (`RegexReplace`, `StringStrip`, `StringSplit`, `StringLower`,
+`StringJoin`, `ReduceJoin`), so graphs that use it load without `tensorflow_text`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def normalize_text(strings: Any, lowercase: bool = False) -> tf.Tensor:
     Args:
         strings: A `tf.string` tensor (or anything convertible to one, e.g. a list of `str`).
         lowercase: Whether to lowercase with Unicode-aware `tf.strings.lower(...,
-            encoding="utf-8")` (so `"ÉCOLE"` becomes `"école"`). Defaults to `False`.
+            encoding="utf-8")` (so `"ÉCOLE"` becomes `"école"`); a NUL byte is kept as it
+            is and does not end the string. Defaults to `False`.
 
     Returns:
         A `tf.string` tensor of the same shape.
@@ -62,5 +63,26 @@ def normalize_text(strings: Any, lowercase: bool = False) -> tf.Tensor:
     strings = tf.strings.regex_replace(strings, _WHITESPACE, " ")
     strings = tf.strings.strip(strings)
     if lowercase:
-        strings = tf.strings.lower(strings, encoding="utf-8")
+        strings = _lower(strings)
     return strings
+
+
+def _lower(strings: tf.Tensor) -> tf.Tensor:
+    """`tf.strings.lower(strings, encoding="utf-8")`, NUL bytes included.
+
+    TensorFlow's `StringLower` treats each string as a C string when it decodes UTF-8: it stops
+    at the first NUL byte and drops the rest (`"JU\\x00LY"` became `"ju"`, so a NUL silently
+    truncated a request). Each string is therefore split at its NULs, the pieces lowercased,
+    and the NULs put back (as tensor data: an op *attribute* such as `reduce_join`'s
+    `separator` is cut at a NUL too).
+    """
+    shape = tf.shape(strings)
+    pieces = tf.strings.split(tf.reshape(strings, [-1]), sep="\x00")
+    lowered = tf.strings.lower(pieces.flat_values, encoding="utf-8")
+    rows = pieces.value_rowids()
+    starts = tf.gather(pieces.row_starts(), rows)
+    position = tf.range(tf.size(lowered, out_type=rows.dtype)) - starts
+    last = tf.equal(position, tf.gather(pieces.row_lengths(), rows) - 1)
+    lowered = tf.strings.join([lowered, tf.where(last, "", "\x00")])
+    joined = tf.strings.reduce_join(pieces.with_flat_values(lowered), axis=-1)
+    return tf.reshape(joined, shape)
