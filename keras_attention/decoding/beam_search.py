@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention._validation import check_finite, check_int
+from keras_attention.decoding.search_config import check_coverage_penalty
 from keras_attention.decoding.step_fn import (
     StepFn,
     call_step,
@@ -153,12 +154,7 @@ def beam_search(
     max_length = check_int("max_length", max_length, minimum=1)
     k = check_int("beam_width", beam_width, minimum=1)
     alpha = check_finite("length_penalty", length_penalty)
-    beta = check_finite("coverage_penalty", coverage_penalty)
-    if beta < 0:
-        raise ValueError(
-            "`coverage_penalty` must be >= 0 (a weight; 0 turns it off). Received: "
-            f"coverage_penalty={coverage_penalty!r}"
-        )
+    beta = check_coverage_penalty(coverage_penalty)
     if vocab_size is not None:
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     check_tokens(
