@@ -203,18 +203,24 @@ def resolve_search(search: Any, keywords: dict, defaults: dict | None = None) ->
         return SearchConfig(**keywords)
     if not isinstance(search, SearchConfig):
         raise TypeError(
-            "`search` must be a keras_attention.decoding.SearchConfig. "
-            f"Received: search={search!r}"
+            f"`search` must be a keras_attention.decoding.SearchConfig. Received: search={search!r}"
         )
-    defaults = DEFAULTS if defaults is None else defaults
-    for name, value in keywords.items():
-        if _differs(value, defaults[name]) and _differs(value, getattr(search, name)):
+    for name in given_keywords(keywords, defaults):
+        value = keywords[name]
+        if _differs(value, getattr(search, name)):
             raise ValueError(
                 f"`{name}` disagrees with `search`: give each search option once, in the "
                 f"SearchConfig (e.g. `search.replace({name}=...)`) or as a keyword without "
                 f"`search`. Received: {name}={value!r} and search={search!r}"
             )
     return search
+
+
+def given_keywords(keywords: dict, defaults: dict | None = None) -> list:
+    """The names in `keywords` whose values are not their defaults (`defaults`, else
+    `SearchConfig`'s): the options a caller set."""
+    defaults = DEFAULTS if defaults is None else defaults
+    return [name for name, value in keywords.items() if _differs(value, defaults[name])]
 
 
 def _differs(value: Any, other: Any) -> bool:

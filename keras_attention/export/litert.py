@@ -16,6 +16,14 @@ import keras
 
 __all__ = ["LiteRTConversionError", "export_litert"]
 
+#: `export_litert`'s defaults of the search keywords (its beam width is not `SearchConfig`'s).
+_KEYWORD_DEFAULTS = {
+    "max_length": 50,
+    "beam_width": 4,
+    "length_penalty": 0.6,
+    "coverage_penalty": 0.0,
+}
+
 
 class LiteRTConversionError(ValueError):
     """The model's graph uses constructs LiteRT's builtin ops cannot express.
@@ -41,6 +49,9 @@ def export_litert(
     greedy: bool = True,
     strings: bool = False,
     overwrite: bool = False,
+    coverage_penalty: float = 0.0,
+    *,
+    search: Any = None,
 ) -> dict:
     """Write a trained `Seq2Seq` (or a `Translator`) as a `.tflite` file with its searches.
 
@@ -51,7 +62,10 @@ def export_litert(
       as `text` tokenizers' `tokenize(..., add_end=True)` makes it; right-pad shorter rows with
       0); outputs `ids` int32 `[batch_size, max_length]` (end token included, 0 after it),
       `scores` float32 `[batch_size]` (sum of log-probabilities) and `lengths` int32
-      `[batch_size]` — the outputs of `Seq2Seq.generate`.
+      `[batch_size]` — the outputs of `Seq2Seq.generate`. With `return_beams` the
+      `"beam"` signature also returns the n-best list: `beam_ids` `[batch_size, K,
+      max_length]`, `beam_scores`, `beam_normalized_scores` and `beam_lengths`
+      `[batch_size, K]`.
 
     - `"translate"` (when `strings=True`): strings in, strings out through the model's
       tokenizers, as `export_saved_model`'s signature. LiteRT has no builtin string ops for
@@ -59,23 +73,29 @@ def export_litert(
       `LiteRTConversionError` naming them; it is there for runtimes that add them.
 
     Shapes are fixed at export: the converter lowers the recurrent loops' tensor lists to
-    builtin ops only when every element shape is static. Greedy search runs as a one-beam
-    beam search (`keras_attention.decoding.beam_search` with `beam_width=1`, which equals
-    greedy search): Keras's float `argmax` on TensorFlow contains a `BitwiseAnd` (its
-    negative-zero fix) that LiteRT has no builtin for. Strings stay outside: the text
+    builtin ops only when every element shape is static. Each signature runs
+    `Seq2Seq.generate` with its `SearchConfig` (greedy search picks tokens with
+    `functional.sampling.argmax_tokens`, not Keras' float `argmax`, whose negative-zero fix is
+    a `BitwiseAnd` LiteRT has no builtin for). Strings stay outside: the text
     tokenizers' string ops have no LiteRT builtins, so tokenize on the host (the vocabulary is
     in the model's tokenizers) and map ids back.
 
     A graph the converter cannot lower raises `LiteRTConversionError` naming the ops.
 
+    The search is `search` (a `keras_attention.decoding.SearchConfig`), a `Translator`'s own
+    `search`, or the keywords `max_length`, `beam_width`, `length_penalty` and
+    `coverage_penalty`. A beam search writes the `"beam"` signature with all its options
+    (coverage penalty and `return_beams` included) and, with `greedy=True`, a `"greedy"`
+    one of the same `max_length`; a greedy search writes the `"greedy"` signature alone. A
+    search that samples is refused (`ValueError`): LiteRT gets greedy and beam search only.
+
     Args:
         model: A trained `keras_attention.models.Seq2Seq` or `Translator`.
         path: The `.tflite` file to write.
         source_length: The (padded) source length of the input. Defaults to `32`.
-        max_length: The most generated tokens, end token included. Defaults to `50` (a
-            `Translator`'s own `max_length` wins when a `Translator` is given).
+        max_length: The most generated tokens, end token included. Defaults to `50`.
         beam_width: Beams of the `"beam"` signature; `1` writes no beam signature. Defaults
-            to `4` (a `Translator`'s own `beam_width` wins when it is above 1).
+            to `4`.
         length_penalty: GNMT alpha of the beam search. Defaults to `0.6`.
         batch_size: The batch size of the input. Defaults to `1` (one word at a time, the
             on-device case).
@@ -83,14 +103,21 @@ def export_litert(
         strings: Also write a `"translate"` signature on strings (beam search when
             `beam_width > 1`). Defaults to `False`.
         overwrite: Replace an existing `path`. Defaults to `False` (a `FileExistsError`).
+        coverage_penalty: GNMT beta of the beam search; `0` is off. Defaults to `0.0`.
+        search: The search, instead of the keywords `max_length`, `beam_width`,
+            `length_penalty` and `coverage_penalty` (a keyword left at its default is not
+            read; one that disagrees with `search` is an error). Defaults to `None`: a
+            `Translator`'s search, else the keywords'.
 
     Returns:
         A dict: `"path"`, `"bytes"` (the file size) and `"signatures"` (their names).
     """
     import tensorflow as tf
 
-    from keras_attention._validation import check_finite, check_int
-    from keras_attention.decoding import beam_search
+    from keras_attention._validation import check_int
+    from keras_attention.decoding import SearchConfig
+    from keras_attention.decoding.results import BEAM_RESULT_KEYS
+    from keras_attention.decoding.search_config import resolve_search
     from keras_attention.models import Seq2Seq, Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -99,9 +126,7 @@ def export_litert(
             f"Received backend: {keras.backend.backend()}"
         )
     if isinstance(model, Translator):
-        max_length = model.max_length
-        beam_width = model.beam_width if model.beam_width > 1 else beam_width
-        length_penalty, model = model.length_penalty, model.model
+        search, model = (model.search if search is None else search), model.model
     if not isinstance(model, Seq2Seq):
         raise TypeError(
             f"`model` must be a keras_attention Seq2Seq or Translator. Received: model={model!r}"
@@ -111,14 +136,29 @@ def export_litert(
             "The model has no weights yet: train it (or call it once) before exporting."
         )
     source_length = check_int("source_length", source_length, minimum=1)
-    max_length = check_int("max_length", max_length, minimum=1)
-    beam_width = check_int("beam_width", beam_width, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    length_penalty = check_finite("length_penalty", length_penalty)
-    if not greedy and beam_width == 1:
+    keywords = {
+        "max_length": max_length,
+        "beam_width": beam_width,
+        "length_penalty": length_penalty,
+        "coverage_penalty": coverage_penalty,
+    }
+    search = resolve_search(search, keywords, defaults=_KEYWORD_DEFAULTS)
+    if search.sample:
+        raise ValueError(
+            "export_litert writes greedy and beam search; sampling is not exported to LiteRT "
+            "(export_saved_model has `sample` signatures). Received: "
+            f"search={search!r}"
+        )
+    if not greedy and search.beam_width == 1:
         raise ValueError(
             "Nothing to export: greedy=False and beam_width=1. Received: greedy=False, beam_width=1"
         )
+    searches = {}
+    if greedy:
+        searches["greedy"] = SearchConfig(max_length=search.max_length)
+    if search.beam_width > 1:
+        searches["beam"] = search
     source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
     if strings and (source_tok is None or target_tok is None):
         raise ValueError(
@@ -133,31 +173,21 @@ def export_litert(
 
     spec = tf.TensorSpec([batch_size, source_length], tf.int32, name="source_ids")
 
-    def search(source_ids, width):
-        memory, memory_mask, state = model.encode(source_ids)
-        step_fn = model.make_step_fn(memory, memory_mask, width)
-        result = beam_search(
-            step_fn,
-            state,
-            batch_size=batch_size,
-            start_token=model.start_id,
-            end_token=model.end_id,
-            max_length=max_length,
-            beam_width=width,
-            length_penalty=length_penalty,
-            vocab_size=model.target_vocabulary_size,
-        )
-        return {k: result[k] for k in ("ids", "scores", "lengths")}
+    def run(source_ids, search):
+        result = model.generate(source_ids, search=search)
+        keys = ["ids", "scores", "lengths"]
+        if search.return_beams:
+            keys += [key for key in BEAM_RESULT_KEYS if key != "normalized_scores"]
+        return {k: result[k] for k in keys}
 
     # A plain module holding the variables: saving the Keras model itself would also trace its
     # teacher-forced `call` with these static shapes.
     module = tf.Module()
     module.weights = [variable.value for variable in model.variables]
-    names = (["greedy"] if greedy else []) + (["beam"] if beam_width > 1 else [])
+    names = list(searches)
     signatures = {}
-    for name in names:
-        width = 1 if name == "greedy" else beam_width
-        function = tf.function(lambda source_ids, width=width: search(source_ids, width))
+    for name, config in searches.items():
+        function = tf.function(lambda source_ids, config=config: run(source_ids, config))
         setattr(module, name, function)
         signatures[name] = function.get_concrete_function(spec)
     if strings:
@@ -166,7 +196,7 @@ def export_litert(
             ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
             ids = tf.pad(ids, [[0, 0], [0, source_length - tf.shape(ids)[1]]])
             ids = tf.reshape(ids[:, :source_length], [batch_size, source_length])
-            result = search(ids, beam_width)
+            result = run(ids, search)  # (with beam_width=1, `search` is greedy)
             return {"outputs": target_tok.detokenize(result["ids"]), "scores": result["scores"]}
 
         module.translate = tf.function(translate)

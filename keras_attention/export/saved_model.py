@@ -42,6 +42,8 @@ def export_saved_model(
     jit_compile: bool = False,
     verbose: bool = False,
     max_source_length: int | None = DEFAULT_MAX_SOURCE_LENGTH,
+    *,
+    search: Any = None,
 ) -> str:
     """Write a trained `Seq2Seq` (or a `Translator`) as a SavedModel with two to four signatures.
 
@@ -87,11 +89,20 @@ def export_saved_model(
     `text.WordpieceTokenizer` export needs `import tensorflow_text` before
     `tf.saved_model.load` (TF Serving's standard image includes the tf-text ops).
 
+    The searches come from `search` (a `keras_attention.decoding.SearchConfig`, or a list of
+    one that samples and one that does not), from a `Translator`'s own `search`, or from the
+    keywords below (which keep their meaning: with `sample=True` the beam options make
+    `serving_default` and the sampling options the `sample` signatures). A search that
+    samples gives the `sample` signatures; `serving_default` and `translate` then run greedy
+    search of the same `max_length`. A `Translator` is exported with its whole search, its
+    tokenizers (unless given here) and its model; how the export runs (`jit_compile`,
+    `max_source_length`) is this call's, and the seed of a `sample` signature is its input
+    (the search's `seed` seeds a `Translator`'s calls, not an export).
+
     Args:
         model: A `keras_attention.models.Seq2Seq` or `Translator`.
         path: The export directory.
-        max_length: The most generated tokens. Defaults to `50` (a `Translator`'s own
-            settings win when a `Translator` is given).
+        max_length: The most generated tokens. Defaults to `50`.
         beam_width: `1` = greedy. Defaults to `1`.
         length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
         coverage_penalty: GNMT beta for beam search. Defaults to `0.0` (off).
@@ -101,23 +112,25 @@ def export_saved_model(
         temperature: Their sampling temperature. Defaults to `1.0`.
         top_k: Their top-k. Defaults to `None`.
         top_p: Their nucleus mass. Defaults to `None`.
-        source_tokenizer: Defaults to the model's.
-        target_tokenizer: Defaults to the model's.
+        source_tokenizer: Defaults to the model's (or the `Translator`'s).
+        target_tokenizer: Defaults to the model's (or the `Translator`'s).
         overwrite: Replace an existing `path`. Defaults to `False` (a `FileExistsError`).
         jit_compile: Mark the search functions for XLA. Defaults to `False` (what every TF
             Serving build can run).
         verbose: Let Keras print the exported variables. Defaults to `False`.
         max_source_length: The most source tokens a request may have (see above), or `None`
             for no limit. Defaults to `DEFAULT_MAX_SOURCE_LENGTH` (1024).
+        search: The searches, instead of the keywords `max_length` to `top_p` (a keyword
+            left at its default is not read; one that disagrees with `search` is an error).
+            Defaults to `None`: a `Translator`'s search, else the keywords'.
 
     Returns:
         The export path as a string.
     """
     import tensorflow as tf
 
-    from keras_attention._validation import check_flag, check_int
+    from keras_attention._validation import check_int
     from keras_attention.decoding.results import BEAM_RESULT_KEYS, RESULT_KEYS, empty_search_result
-    from keras_attention.functional.sampling import check_sampling_used
     from keras_attention.models import Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -125,47 +138,37 @@ def export_saved_model(
             "export_saved_model needs the TensorFlow backend (KERAS_BACKEND=tensorflow). "
             f"Received backend: {keras.backend.backend()}"
         )
-    if isinstance(model, Translator):
-        translator = model
-        if source_tokenizer is not None or target_tokenizer is not None:
-            translator = Translator(
-                model.model,
-                max_length=model.max_length,
-                beam_width=model.beam_width,
-                length_penalty=model.length_penalty,
-                coverage_penalty=model.coverage_penalty,
-                source_tokenizer=source_tokenizer or model.source_tokenizer,
-                target_tokenizer=target_tokenizer or model.target_tokenizer,
-            )
-    else:
-        translator = Translator(
-            model,
-            max_length=max_length,
-            beam_width=beam_width,
-            length_penalty=length_penalty,
-            coverage_penalty=coverage_penalty,
-            source_tokenizer=source_tokenizer,
-            target_tokenizer=target_tokenizer,
-        )
-    return_beams, sample = check_flag("return_beams", return_beams), check_flag("sample", sample)
+    keywords = {
+        "max_length": max_length,
+        "beam_width": beam_width,
+        "length_penalty": length_penalty,
+        "coverage_penalty": coverage_penalty,
+        "return_beams": return_beams,
+        "sample": sample,
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+    }
+    if isinstance(model, Translator):  # its search, tokenizers and model; this call's execution
+        search = model.search if search is None else search
+        source_tokenizer = model.source_tokenizer if source_tokenizer is None else source_tokenizer
+        target_tokenizer = model.target_tokenizer if target_tokenizer is None else target_tokenizer
+        model = model.model
+    searching, sampling = _export_searches(search, keywords)
     max_source_length = check_int("max_source_length", max_source_length, 1, allow_none=True)
-    check_sampling_used(sample, temperature, top_k, top_p)
-    if return_beams and translator.beam_width == 1:
-        raise ValueError(
-            "`return_beams=True` exports beam search's n-best list: it needs beam_width > 1. "
-            f"Received: beam_width={translator.beam_width}"
-        )
-    sampler = None
-    if sample:
-        sampler = Translator(
-            translator.model,
-            max_length=translator.max_length,
-            sample=True,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            jit_compile=jit_compile,  # traced below with this flag: it picks the top-k method
-        )
+    # `jit_compile` is how this export runs (it picks the sampler's top-k method); the
+    # Translators only carry the searches to trace.
+    translator = Translator(
+        model,
+        search=searching,
+        jit_compile=jit_compile,
+        source_tokenizer=source_tokenizer,
+        target_tokenizer=target_tokenizer,
+    )
+    sampler = (
+        None if sampling is None else Translator(model, search=sampling, jit_compile=jit_compile)
+    )
+    return_beams = searching.return_beams
     path = os.fspath(path)
     if os.path.exists(path):
         if not overwrite:
@@ -283,6 +286,56 @@ def export_saved_model(
             f"The exported graph at {path!r} contains ops TF Serving cannot run: {sorted(found)}"
         )
     return path
+
+
+def _export_searches(search: Any, keywords: dict) -> tuple:
+    """`(searching, sampling)`: the `SearchConfig` of `serving_default` / `translate` and that
+    of the `sample` signatures (or `None`).
+
+    `search` is one `SearchConfig` or a list of up to two, one that samples and one that does
+    not; a single sampling config gets greedy `serving_default` / `translate` signatures of
+    its `max_length`. Without `search` the keywords make them: with `sample=True` the beam
+    options (`beam_width`, the penalties, `return_beams`) make the one and the sampling
+    options (`temperature`, `top_k`, `top_p`) the other, as before `SearchConfig`."""
+    from keras_attention.decoding.search_config import (
+        SearchConfig,
+        given_keywords,
+        resolve_search,
+    )
+
+    if isinstance(search, (list, tuple)):
+        given = given_keywords(keywords)
+        if given:
+            raise ValueError(
+                f"`{given[0]}` given beside a list of searches: put the options in the "
+                f"SearchConfigs. Received: {given[0]}={keywords[given[0]]!r}, search={search!r}"
+            )
+        configs = list(search)
+        if not 1 <= len(configs) <= 2 or not all(isinstance(c, SearchConfig) for c in configs):
+            raise ValueError(
+                "`search` must be a SearchConfig or a list of one or two (one sampling, one "
+                f"not). Received: search={search!r}"
+            )
+    elif search is None and keywords["sample"]:
+        beam = ("beam_width", "length_penalty", "coverage_penalty", "return_beams")
+        sampling = ("sample", "temperature", "top_k", "top_p")
+        configs = [
+            SearchConfig(max_length=keywords["max_length"], **{k: keywords[k] for k in beam}),
+            SearchConfig(max_length=keywords["max_length"], **{k: keywords[k] for k in sampling}),
+        ]
+    else:
+        configs = [resolve_search(search, keywords)]
+    samplers = [c for c in configs if c.sample]
+    others = [c for c in configs if not c.sample]
+    if len(samplers) > 1 or len(others) > 1:
+        raise ValueError(
+            "An export holds one search of each kind: `serving_default` runs the one that does "
+            "not sample, the `sample` signatures the one that does. Received: "
+            f"search={search!r}"
+        )
+    sampling = samplers[0] if samplers else None
+    searching = others[0] if others else SearchConfig(max_length=sampling.max_length)
+    return searching, sampling
 
 
 def _checked_rank(x, rank: int, name: str):

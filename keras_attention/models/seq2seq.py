@@ -9,11 +9,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention._validation import check_flag, check_int
+from keras_attention._validation import check_int
 from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
+from keras_attention.decoding.search_config import SearchConfig, resolve_search
 from keras_attention.decoding.step_fn import check_tokens
-from keras_attention.functional.sampling import check_sampling_used
 from keras_attention.models._distribute import MultiWorkerMixin
 from keras_attention.models._inputs import (
     at_least_one_step,
@@ -365,13 +365,19 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         top_p: float | None = None,
         seed: Any = None,
         top_k_method: str = "auto",
+        *,
+        search: SearchConfig | None = None,
     ) -> dict:
         """Decode source ids `[B, S]` (0 = padding) to target ids.
 
-        Greedy search when `beam_width == 1`, beam search with the GNMT length and coverage
-        penalties when it is more, sampling (`sample=True`, with `temperature`, `top_k`,
-        `top_p`, `seed` and `top_k_method` as in `keras_attention.decoding.sample_search`)
-        instead of greedy.
+        The search is `search` (a `keras_attention.decoding.SearchConfig`) or the one the
+        keywords describe (the same options; give each once: a keyword that disagrees with
+        `search` is an error). Greedy search when `beam_width == 1`, beam search with the GNMT
+        length and coverage penalties when it is more, sampling (`sample=True`, with
+        `temperature`, `top_k`, `top_p`, `seed` and `top_k_method` as in
+        `keras_attention.decoding.sample_search`) instead of greedy. `seed` is this call's
+        seed (a Python int or an int32 tensor) and wins over the config's; `top_k_method` is
+        how the draw runs, not what it draws, so it is not part of the config.
         The padding id 0 and `start_id` are never generated (their logits are masked: 0 in the
         output means "after the end"). Traceable: `Translator` runs it under
         `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
@@ -389,15 +395,17 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             `"scores"` `[B]`, `"lengths"` `[B]`, `"alignments"` `[B, max_length, S]` (and the
             beam search's extra entries).
         """
-        max_length = check_int("max_length", max_length, minimum=1)
-        beam_width = check_int("beam_width", beam_width, minimum=1)
-        sample = check_flag("sample", sample)
-        check_sampling_used(sample, temperature, top_k, top_p)
-        if sample and beam_width != 1:
-            raise ValueError(
-                "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "
-                f"beam_width={beam_width}"
-            )
+        keywords = {
+            "max_length": max_length,
+            "beam_width": beam_width,
+            "length_penalty": length_penalty,
+            "coverage_penalty": coverage_penalty,
+            "sample": sample,
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+        }
+        search = resolve_search(search, keywords)
         if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
             source_ids = check_host_source_ids(source_ids, self.source_vocabulary_size, self.oov_id)
         source_ids = ops.convert_to_tensor(source_ids)
@@ -409,36 +417,41 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         if not self.built:
             self.build(_ANY_SHAPE)  # (a concrete batch size here broke a later export)
         if source_ids.shape[0] == 0:
-            return empty_search_result(max_length, beam_width, source_ids.shape[1])
-        memory, memory_mask, state = self.encode(source_ids)
-        batch = ops.shape(source_ids)[0]
-        step_fn = self.make_step_fn(memory, memory_mask, beam_width)
-        common = {
-            "batch_size": batch,
-            "start_token": self.start_id,
-            "end_token": self.end_id,
-            "max_length": max_length,
-            "vocab_size": self.target_vocabulary_size,
-        }
-        if sample:
-            result = sample_search(
-                step_fn, state, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                top_k_method=top_k_method, **common,
-            )  # fmt: skip
-        elif beam_width == 1:
-            result = greedy_search(step_fn, state, **common)
-        else:
-            result = beam_search(
-                step_fn,
-                state,
-                beam_width=beam_width,
-                length_penalty=length_penalty,
-                coverage_penalty=coverage_penalty,
-                **common,
-            )
+            return empty_search_result(search.max_length, search.beam_width, source_ids.shape[1])
+        result = self._search(
+            source_ids, search, search.seed if seed is None else seed, top_k_method
+        )
         if source_ids.shape[1] == 0:  # decoded from one padding step: no source positions
             result["alignments"] = result["alignments"][..., :0]
         return result
+
+    def _search(self, source_ids, search: SearchConfig, seed: Any, top_k_method: str) -> dict:
+        """Encode, make the step function, run the search `search` names: the one copy of
+        that glue (`generate`, and through it `Translator` and both exports)."""
+        memory, memory_mask, state = self.encode(source_ids)
+        step_fn = self.make_step_fn(memory, memory_mask, search.beam_width)
+        common = {
+            "batch_size": ops.shape(source_ids)[0],
+            "start_token": self.start_id,
+            "end_token": self.end_id,
+            "max_length": search.max_length,
+            "vocab_size": self.target_vocabulary_size,
+        }
+        if search.kind == "sample":
+            return sample_search(
+                step_fn, state, temperature=search.temperature, top_k=search.top_k,
+                top_p=search.top_p, seed=seed, top_k_method=top_k_method, **common,
+            )  # fmt: skip
+        if search.kind == "greedy":
+            return greedy_search(step_fn, state, **common)
+        return beam_search(
+            step_fn,
+            state,
+            beam_width=search.beam_width,
+            length_penalty=search.length_penalty,
+            coverage_penalty=search.coverage_penalty,
+            **common,
+        )
 
     def translate(
         self,

@@ -8,9 +8,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention._validation import check_finite, check_flag, check_int, is_flag
+from keras_attention._validation import check_int, is_flag
 from keras_attention.decoding.results import empty_search_result
-from keras_attention.functional.sampling import check_sampling, check_sampling_used, check_seed
+from keras_attention.decoding.search_config import SearchConfig, resolve_search
+from keras_attention.functional.sampling import check_sampling, check_seed
 from keras_attention.models._inputs import check_host_source_ids, check_tokenizer
 
 #: The most tokens a `Translator` (and so an export) generates: a ceiling on a request's cost
@@ -55,6 +56,11 @@ class Translator:
             Defaults to `16`.
         source_tokenizer: Defaults to the model's.
         target_tokenizer: Defaults to the model's.
+        search: The search options above (`max_length` to `seed`) as one
+            `keras_attention.decoding.SearchConfig`, instead of the keywords (give each option
+            once: a keyword that disagrees with `search` is an error). The Translator keeps it
+            as `translator.search`, and `export_saved_model` / `export_litert` take it from
+            there whole. Defaults to `None` (the keywords make it).
 
     Example:
 
@@ -69,6 +75,8 @@ class Translator:
     >>> bool((sampler(np.array([[5, 6, 3]]), seed=1)["ids"]
     ...       == sampler(np.array([[5, 6, 3]]), seed=1)["ids"]).all())
     True
+    >>> sampler.search
+    SearchConfig(max_length=5, sample=True, top_k=3)
     """
 
     def __init__(
@@ -87,39 +95,37 @@ class Translator:
         pad_to_multiple: int = 16,
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
+        *,
+        search: SearchConfig | None = None,
     ) -> None:
         if not _is_seq2seq(model):
             raise TypeError(
                 f"`model` must be a keras_attention Seq2Seq model. Received: model={model!r}"
             )
         self.model = model
-        self.max_length = check_int("max_length", max_length, minimum=1)
-        if self.max_length > MAX_LENGTH_LIMIT:
+        keywords = {
+            "max_length": max_length,
+            "beam_width": beam_width,
+            "length_penalty": length_penalty,
+            "coverage_penalty": coverage_penalty,
+            "sample": sample,
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+            "seed": seed,
+        }
+        search = resolve_search(search, keywords)
+        if search.max_length > MAX_LENGTH_LIMIT:
             raise ValueError(
                 f"`max_length` must be at most {MAX_LENGTH_LIMIT} in a Translator or an export: "
                 "the search runs every step for rows that never end (each costs a decoder step, "
                 "and the alignments grow as max_length x source length); call "
-                f"`Seq2Seq.generate` for longer outputs. Received: max_length={max_length!r}"
+                f"`Seq2Seq.generate` for longer outputs. Received: max_length={search.max_length!r}"
             )
-        self.beam_width = check_int("beam_width", beam_width, minimum=1)
-        self.length_penalty = check_finite("length_penalty", length_penalty)
-        self.coverage_penalty = check_finite("coverage_penalty", coverage_penalty)
-        if self.coverage_penalty < 0:
-            raise ValueError(
-                f"`coverage_penalty` must be >= 0. Received: coverage_penalty={coverage_penalty!r}"
-            )
-        self.sample = check_flag("sample", sample)
-        check_sampling_used(self.sample, temperature, top_k, top_p)
-        if self.sample and self.beam_width != 1:
-            raise ValueError(
-                "`sample=True` draws one sequence per row: it needs beam_width=1. Received: "
-                f"beam_width={beam_width}"
-            )
-        self.temperature, self.top_k, self.top_p = check_sampling(
-            temperature, top_k, top_p, model.target_vocabulary_size
-        )
-        self.seed = check_seed(seed)
-        self._seeds = np.random.default_rng(seed)
+        # `top_k` against the vocabulary: the one check a SearchConfig cannot make alone.
+        check_sampling(search.temperature, search.top_k, search.top_p, model.target_vocabulary_size)
+        self._search = search
+        self._seeds = np.random.default_rng(search.seed)
         self.pad_to_multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)
         self.source_tokenizer = check_tokenizer(
             "source_tokenizer",
@@ -134,21 +140,28 @@ class Translator:
         self.jit_compile = _resolve_jit_compile(jit_compile)
         self._compiled = None
 
+    @property
+    def search(self) -> SearchConfig:
+        """The `keras_attention.decoding.SearchConfig` this Translator decodes with (read-only:
+        the compiled search is traced with it; make a new Translator for another)."""
+        return self._search
+
+    # The search's options, read from `search` (the names of the constructor's keywords).
+    max_length = property(lambda self: self._search.max_length)
+    beam_width = property(lambda self: self._search.beam_width)
+    length_penalty = property(lambda self: self._search.length_penalty)
+    coverage_penalty = property(lambda self: self._search.coverage_penalty)
+    sample = property(lambda self: self._search.sample)
+    temperature = property(lambda self: self._search.temperature)
+    top_k = property(lambda self: self._search.top_k)
+    top_p = property(lambda self: self._search.top_p)
+    seed = property(lambda self: self._search.seed)
+
     def generate(self, source_ids, seed=0) -> dict:
         """The search on `[B, S]` ids as backend tensors (traceable; what exports call).
         `seed` (an int or an int32 scalar tensor) is used when sampling."""
         return self.model.generate(
-            source_ids,
-            max_length=self.max_length,
-            beam_width=self.beam_width,
-            length_penalty=self.length_penalty,
-            coverage_penalty=self.coverage_penalty,
-            sample=self.sample,
-            temperature=self.temperature,
-            top_k=self.top_k,
-            top_p=self.top_p,
-            seed=seed,
-            top_k_method=self.top_k_method,
+            source_ids, seed=seed, top_k_method=self.top_k_method, search=self._search
         )
 
     @property

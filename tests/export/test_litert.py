@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention.decoding import SearchConfig
 from keras_attention.export import LiteRTConversionError, export_litert
 from keras_attention.models import Seq2Seq, Translator
 
@@ -32,7 +33,7 @@ RUNNER = textwrap.dedent(
     for name in interpreter.get_signature_list():
         run = interpreter.get_signature_runner(name)
         rows = [run(source_ids=source[i : i + 2]) for i in range(0, len(source), 2)]
-        for key in ("ids", "scores", "lengths"):
+        for key in rows[0]:
             out[f"{name}/{key}"] = np.concatenate([r[key] for r in rows])
     np.savez(sys.argv[3], **out)
     print(json.dumps({
@@ -76,6 +77,18 @@ def trained():
     return model
 
 
+def _run_litert(path, source, tmp_path) -> tuple:
+    """`(report, outputs)` of the `.tflite` file on `source`, in a process of its own."""
+    np.save(tmp_path / "source.npy", source)
+    run = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(path), str(tmp_path / "source.npy"),
+         str(tmp_path / "out.npz")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1]), dict(np.load(tmp_path / "out.npz"))
+
+
 def test_litert_matches_the_python_model(trained, tmp_path):
     path = tmp_path / "model.tflite"
     info = export_litert(
@@ -84,20 +97,12 @@ def test_litert_matches_the_python_model(trained, tmp_path):
     )  # fmt: skip
     assert info["signatures"] == ["greedy", "beam"] and info["bytes"] == path.stat().st_size
     source = _sources(np.random.default_rng(1), 16)
-    np.save(tmp_path / "source.npy", source)
-    run = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(path), str(tmp_path / "source.npy"),
-         str(tmp_path / "out.npz")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    report, out = _run_litert(path, source, tmp_path)
     assert report == {
         "signatures": ["beam", "greedy"],
         "keras_attention": False,
         "tensorflow": False,
     }
-    out = np.load(tmp_path / "out.npz")
     for name, width in (("greedy", 1), ("beam", BEAM)):
         expected = Translator(trained, max_length=MAX_LENGTH, beam_width=width, jit_compile=False)(
             source
@@ -106,6 +111,43 @@ def test_litert_matches_the_python_model(trained, tmp_path):
         np.testing.assert_array_equal(out[f"{name}/lengths"], expected["lengths"])
         np.testing.assert_allclose(out[f"{name}/scores"], expected["scores"], rtol=1e-4, atol=1e-4)
     assert len({tuple(r) for r in out["beam/ids"]}) > 4  # a real model, not one repeated output
+
+
+def test_litert_takes_a_translators_whole_search(trained, tmp_path):
+    """Issue 34: `export_litert` read 3 fields of a Translator and had no coverage penalty.
+    Now the Translator's search reaches the `.tflite` file whole: coverage penalty and n-best
+    list included, the same numbers as the Translator."""
+    search = SearchConfig(
+        max_length=MAX_LENGTH, beam_width=BEAM, coverage_penalty=0.4, return_beams=True
+    )
+    translator = Translator(trained, search=search, jit_compile=False)
+    path = tmp_path / "coverage.tflite"
+    info = export_litert(translator, path, source_length=SOURCE_LENGTH, batch_size=2, greedy=False)
+    assert info["signatures"] == ["beam"]
+    source = _sources(np.random.default_rng(2), 16)
+    expected = translator(source)
+    plain = Translator(trained, search=search.replace(coverage_penalty=0.0), jit_compile=False)
+    # The premise: the penalty changes the ranking of these inputs.
+    assert not np.allclose(
+        plain(source)["beam_normalized_scores"], expected["beam_normalized_scores"]
+    )
+    _, out = _run_litert(path, source, tmp_path)
+    for key in ("ids", "lengths", "beam_ids", "beam_lengths"):
+        np.testing.assert_array_equal(out[f"beam/{key}"], expected[key], err_msg=key)
+    for key in ("scores", "beam_scores", "beam_normalized_scores"):
+        np.testing.assert_allclose(out[f"beam/{key}"], expected[key], 1e-4, 1e-4, err_msg=key)
+
+
+def test_litert_refuses_what_it_cannot_honour_by_name(trained, tmp_path):
+    sampler = Translator(trained, max_length=4, sample=True, top_k=3, jit_compile=False)
+    with pytest.raises(ValueError, match="sampling is not exported to LiteRT.*sample=True"):
+        export_litert(sampler, tmp_path / "s.tflite")
+    beam = Translator(trained, max_length=4, beam_width=2, jit_compile=False)
+    with pytest.raises(ValueError, match="`beam_width` disagrees with `search`.*beam_width=3"):
+        export_litert(beam, tmp_path / "b.tflite", beam_width=3)
+    with pytest.raises(ValueError, match="coverage_penalty=-1"):
+        export_litert(trained, tmp_path / "c.tflite", coverage_penalty=-1)
+    assert not list(tmp_path.iterdir())
 
 
 def test_unconvertible_graph_names_its_ops(tmp_path):
