@@ -155,6 +155,7 @@ class SearchConfig:
 
     @classmethod
     def from_config(cls, config: dict) -> SearchConfig:
+        """The `SearchConfig` of a `get_config` dict (checked like the constructor's)."""
         return cls(**config)
 
     def __setattr__(self, name: str, value: Any) -> None:
