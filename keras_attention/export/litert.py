@@ -187,7 +187,7 @@ def export_litert(
     names = list(searches)
     signatures = {}
     for name, config in searches.items():
-        function = tf.function(lambda source_ids, config=config: run(source_ids, config))
+        function = tf.function(_closure(run, config))
         setattr(module, name, function)
         signatures[name] = function.get_concrete_function(spec)
     if strings:
@@ -219,6 +219,12 @@ def export_litert(
     with open(path, "wb") as f:
         f.write(flatbuffer)
     return {"path": path, "bytes": len(flatbuffer), "signatures": names}
+
+
+def _closure(run, search):
+    """`run(source_ids, search)` as a function of `source_ids` alone: a SavedModel cannot
+    encode a `SearchConfig` among a function's arguments (nor a default or a partial's)."""
+    return lambda source_ids: run(source_ids, search)
 
 
 def _conversion_error(error: Exception, model: Any) -> LiteRTConversionError:
