@@ -3,7 +3,7 @@
 `AttentionRNN.call` makes the plan first (`plan_execution`), then runs it. The fused decoder
 (`cells/_fused_luong.py`) computes exactly what the stepped cell computes, but only for the
 models it was written for; which those are is declared here, once, as a contract over the
-components' full `get_config()` (`contracts`): every config key of the `LuongAttentionCell`, its
+components' full `get_config()` (`CONTRACTS`): every config key of the `LuongAttentionCell`, its
 `LSTMCell` and its `LuongAttention` must be declared, with a supported value. An option added
 later to any of them (or a subclass's) is a key the contract does not know, so the model runs
 the stepped loop until the option is checked against the fused math and declared. The rest of
@@ -16,6 +16,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import keras
+
+from keras_attention.cells.luong_attention_cell import LuongAttentionCell
+from keras_attention.layers.luong_attention import LuongAttention
 
 
 class ExecutionPlan(NamedTuple):
@@ -89,58 +92,54 @@ _WEIGHT_OPTIONS = frozenset(
 _LAYER_OPTIONS = frozenset({"name", "trainable", "dtype"})
 
 
-def contracts() -> tuple:
-    """The fused path's contract: one `Contract` per component, the cell first."""
-    from keras_attention.cells.luong_attention_cell import LuongAttentionCell
-    from keras_attention.layers.luong_attention import LuongAttention
-
-    return (
-        Contract(
-            LuongAttentionCell,
-            values={
-                "input_feeding": (True,),
-                "attention_layer": (True,),
-                "output_attention": (True,),
-                "attention_activation": ("tanh", "linear", None),  # act in f' = act(...)
-            },
-            any_value=_LAYER_OPTIONS | {"attention_layer_size", "kernel_initializer"},
-            components=("cell", "attention"),
-        ),
-        Contract(
-            keras.layers.LSTMCell,
-            values={
-                "activation": ("tanh",),
-                "recurrent_activation": ("sigmoid",),
-                "use_bias": (True,),
-                "dropout": (0.0,),
-                "recurrent_dropout": (0.0,),
-            },
-            any_value=_LAYER_OPTIONS | _WEIGHT_OPTIONS | {"units", "unit_forget_bias", "seed"},
-        ),
-        Contract(
-            LuongAttention,
-            values={
-                "alignment": ("global",),
-                "score_mode": ("dot", "general"),
-                "use_scale": (False,),
-                "probability_fn": ("softmax",),
-                "attention_units": (None,),  # (the cell refuses it anyway)
-            },
-            # `units` sizes local-p's network and the concat score; `window_radius`,
-            # `attention_activation` and `seed` serve options the values above rule out
-            # (local windows, h̃, dropout: an inference call applies no dropout).
-            any_value=_LAYER_OPTIONS
-            | _WEIGHT_OPTIONS
-            | {"units", "window_radius", "attention_activation", "seed", "dropout"},
-            in_training={"dropout": (0.0,)},
-        ),
-    )
+# The fused decoder's contract: one `Contract` per component, the cell first.
+CONTRACTS = (
+    Contract(
+        LuongAttentionCell,
+        values={
+            "input_feeding": (True,),
+            "attention_layer": (True,),
+            "output_attention": (True,),
+            "attention_activation": ("tanh", "linear", None),  # act in f' = act(...)
+        },
+        any_value=_LAYER_OPTIONS | {"attention_layer_size", "kernel_initializer"},
+        components=("cell", "attention"),
+    ),
+    Contract(
+        keras.layers.LSTMCell,
+        values={
+            "activation": ("tanh",),
+            "recurrent_activation": ("sigmoid",),
+            "use_bias": (True,),
+            "dropout": (0.0,),
+            "recurrent_dropout": (0.0,),
+        },
+        any_value=_LAYER_OPTIONS | _WEIGHT_OPTIONS | {"units", "unit_forget_bias", "seed"},
+    ),
+    Contract(
+        LuongAttention,
+        values={
+            "alignment": ("global",),
+            "score_mode": ("dot", "general"),
+            "use_scale": (False,),
+            "probability_fn": ("softmax",),
+            "attention_units": (None,),  # (the cell refuses it anyway)
+        },
+        # `units` sizes local-p's network and the concat score; `window_radius`,
+        # `attention_activation` and `seed` serve options the values above rule out
+        # (local windows, h̃, dropout: an inference call applies no dropout).
+        any_value=_LAYER_OPTIONS
+        | _WEIGHT_OPTIONS
+        | {"units", "window_radius", "attention_activation", "seed", "dropout"},
+        in_training={"dropout": (0.0,)},
+    ),
+)
 
 
 def contract_refusal(component, training) -> str | None:
     """Why `component` (and the components in its config) breaks the fused path's contract,
     or `None` when its whole config is declared, with supported values."""
-    contract = next((c for c in contracts() if type(component) is c.component), None)
+    contract = next((c for c in CONTRACTS if type(component) is c.component), None)
     if contract is None:
         return f"{type(component).__name__} is not a component of the fused decoder"
     name = contract.component.__name__
@@ -169,7 +168,7 @@ def fused_refusal(rnn, cell, sampled, training) -> str | None:
     """Why `AttentionRNN.call` may not run `luong_lstm_sequence` for this cell and call, or
     `None` when it may: the layer's own options, the call (`sampled`: scheduled sampling
     feeds this call's inputs, which the fused loop cannot), the backend, then the components'
-    configs against `contracts()` and their compute dtypes."""
+    configs against `CONTRACTS` and their compute dtypes."""
     if sampled:
         return "scheduled sampling feeds the decoder its own predictions"
     if not rnn.return_sequences:

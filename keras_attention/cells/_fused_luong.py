@@ -4,7 +4,7 @@
 `LSTMCell` (tanh, sigmoid), one global `LuongAttention` with a dot or general score and a
 softmax, input feeding, `W_c` with tanh or no activation, on TensorFlow or JAX. Which models
 those are is declared once, over the components' full configs, in `cells/_execution_plan.py`
-(`contracts`): an option the contract does not declare, or a value it does not support, sends
+(`CONTRACTS`): an option the contract does not declare, or a value it does not support, sends
 the model to the stepped loop.
 
 Why: differentiated automatically, a time loop accumulates every weight's gradient inside the

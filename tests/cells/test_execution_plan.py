@@ -114,10 +114,10 @@ def test_unsupported_values_are_named():
 
 def test_the_contract_declares_every_option_of_the_default_components():
     """Fails when Keras (or this package) adds an option to a component: check it against
-    `luong_lstm_sequence`, then declare it in `_execution_plan.contracts`."""
+    `luong_lstm_sequence`, then declare it in `_execution_plan.CONTRACTS`."""
     cell = LuongAttentionCell(keras.layers.LSTMCell(UNITS), LuongAttention())
     for component in (cell, cell.cell, cell.attentions[0]):
-        contract = next(c for c in _execution_plan.contracts() if type(component) is c.component)
+        contract = next(c for c in _execution_plan.CONTRACTS if type(component) is c.component)
         declared = set(contract.values) | contract.any_value | set(contract.components)
         assert set(component.get_config()) - declared == set(), component
         assert _execution_plan.contract_refusal(component, training=True) is None
