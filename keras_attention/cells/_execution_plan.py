@@ -136,14 +136,17 @@ CONTRACTS = (
 )
 
 
-def contract_refusal(component, training) -> str | None:
+def contract_refusal(component, training, config: dict | None = None) -> str | None:
     """Why `component` (and the components in its config) breaks the fused path's contract,
-    or `None` when its whole config is declared, with supported values."""
+    or `None` when its whole config is declared, with supported values. `config`: its
+    `get_config()`, when the caller has it (the components' configs are read from their
+    holder's, which serialises them anyway: one `get_config()` per component and call)."""
     contract = next((c for c in CONTRACTS if type(component) is c.component), None)
     if contract is None:
         return f"{type(component).__name__} is not a component of the fused decoder"
     name = contract.component.__name__
-    for key, value in component.get_config().items():
+    config = component.get_config() if config is None else config
+    for key, value in config.items():
         if key in contract.components:
             continue
         supported = contract.in_training.get(key) if training else None
@@ -154,11 +157,12 @@ def contract_refusal(component, training) -> str | None:
         elif key not in contract.any_value:
             return f"{name}'s option {key!r} is not declared by the fused decoder"
     for key in contract.components:
-        inner = getattr(component, key)  # (the attention may be a list)
-        inner = list(inner) if isinstance(inner, (list, tuple)) else [inner]
+        inner, serialized = getattr(component, key), config[key]  # (the attention: maybe a list)
+        if not isinstance(inner, (list, tuple)):
+            inner, serialized = [inner], [serialized]
         if len(inner) != 1:
             return f"{name} holds {len(inner)} attention layers (the fused decoder takes one)"
-        refusal = contract_refusal(inner[0], training)
+        refusal = contract_refusal(inner[0], training, serialized[0]["config"])
         if refusal is not None:
             return refusal
     return None
