@@ -76,6 +76,7 @@ Usage:
     python benchmarks/bench_decoder.py --quick                 # tiny sizes, no tfa (< 60 s)
     python benchmarks/bench_decoder.py --repeats 9 --json out.json --profile
     python benchmarks/bench_decoder.py --tfa-python none       # ours only
+    KERAS_ATTENTION_TFA_PYTHON=/path/to/tfa-venv/bin/python python benchmarks/bench_decoder.py
     python benchmarks/bench_decoder.py --attention-free        # + ours over a 1-position memory
     python benchmarks/bench_decoder.py --scan-lengths 25,50,100,200   # ours vs T, S=50
 """
@@ -104,7 +105,9 @@ import tensorflow as tf
 
 from keras_attention import AttentionRNN, LuongAttention, LuongAttentionCell
 
-DEFAULT_TFA_PYTHON = "/work/tfa-venv/bin/python"
+# The python of the tfa environment (see tfa_decoder_step.py): `--tfa-python`, else this
+# environment variable; with neither, the tfa contender is skipped with a note.
+TFA_PYTHON_ENV = "KERAS_ATTENTION_TFA_PYTHON"
 TFA_SCRIPT = Path(__file__).resolve().parent / "tfa_decoder_step.py"
 
 
@@ -169,7 +172,7 @@ def build_stepped_model(T, S, d, vocab) -> keras.Model:
     """Ours with the fused decoder turned off: the cell stepped in the time loop and
     differentiated automatically (what every other cell gets; `--stepped`)."""
     model = build_model(T, S, d, vocab)
-    model.get_layer("decoder")._allow_fused = False
+    model.get_layer("decoder").implementation = "stepped"
     return model
 
 
@@ -525,8 +528,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=None, help="untimed steps after tracing")
     parser.add_argument(
         "--tfa-python",
-        default=DEFAULT_TFA_PYTHON if os.path.exists(DEFAULT_TFA_PYTHON) else None,
-        help="python of the tfa environment ('none' to skip; default: %(default)s)",
+        default=os.environ.get(TFA_PYTHON_ENV) or None,
+        help=f"python of the tfa environment ('none' to skip; default: ${TFA_PYTHON_ENV}, "
+        "else none)",
     )
     parser.add_argument("--profile", action="store_true", help="profile ours (no jit) too")
     parser.add_argument(
@@ -595,6 +599,12 @@ def start_tfa_worker(cfg: dict) -> tuple:
     python, or it failed to start: a warning)."""
     tfa_python = cfg["tfa_python"]
     if not tfa_python:
+        print(
+            f"# note: no tfa contender (no tfa python: pass --tfa-python or set "
+            f"{TFA_PYTHON_ENV}; benchmarks/tfa_decoder_step.py says how to make one)",
+            file=sys.stderr,
+            flush=True,
+        )
         return None, None
     sizes = ["--batch", str(cfg["B"]), "--length", str(cfg["T"]), "--units", str(cfg["d"]),
              "--vocab", str(cfg["V"]), "--warmup", str(cfg["warmup"])]  # fmt: skip

@@ -38,7 +38,8 @@ Method:
 
 Contenders besides the three alignments: `local_predictive/windows`, `local_monotonic/windows`
 (the layer forced onto the window path, the formulation before blocks: under XLA outside
-training its windows are fused, see `LocalAttentionBase._local_path`) and
+training its windows are fused; `window_implementation="windows"`, see
+`LuongAttention.window_plan`) and
 `local_predictive/tiles` (the exact tiled formulation, forced: the layers choose it in training
 and without XLA), and
 `floor`: the dense work every local_predictive formulation must do (query projection, position
@@ -112,16 +113,14 @@ def worker(cfg: dict) -> dict:
     floor = cfg["alignment"] in ("floor", "sorted_bound")
     sorted_bound = cfg["alignment"] == "sorted_bound"
     alignment = cfg["alignment"].split("/")[0]
+    forced = cfg["alignment"].partition("/")[2]  # "windows", "tiles" or "" (auto)
     layer = LuongAttention(
         score_mode="general",
         alignment="local_predictive" if floor else alignment,
         window_radius=cfg["radius"],
+        window_implementation=forced or "auto",
     )
     layer.build([query.shape, memory.shape])
-    if cfg["alignment"].endswith("/windows"):
-        layer._local_path = lambda *args: "windows"
-    if cfg["alignment"].endswith("/tiles"):
-        layer._tiles_for_free_centres = True
     variables = layer.trainable_variables
 
     def forward(q, m, training=None):

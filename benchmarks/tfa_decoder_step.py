@@ -2,9 +2,11 @@
 
 Runs under a separate environment with TensorFlow Addons, which never supported Keras 3:
 
-    python3 -m venv /work/tfa-venv
-    /work/tfa-venv/bin/pip install tensorflow==2.15.1 tensorflow-addons==0.23.0
-    /work/tfa-venv/bin/python benchmarks/tfa_decoder_step.py            # prints JSON
+    python3 -m venv ../tfa-venv
+    ../tfa-venv/bin/pip install tensorflow==2.15.1 tensorflow-addons==0.23.0
+    ../tfa-venv/bin/python benchmarks/tfa_decoder_step.py            # prints JSON
+
+bench_decoder.py finds that python through `--tfa-python` or `KERAS_ATTENTION_TFA_PYTHON`.
 
 The model, at the sizes of bench_decoder.py (B=64, S=T=50, LSTM 256, vocab 500, float32):
 

@@ -1,8 +1,11 @@
 """A Luong input-feeding LSTM decoder over a whole sequence, with a hand-written backward pass.
 
-`AttentionRNN` runs this instead of stepping the cell when the model is the common one (see
-`fusable`): a plain `LSTMCell` (tanh, sigmoid), one global `LuongAttention` with a dot or general
-score and a softmax, input feeding, `W_c` with tanh or no activation, on TensorFlow or JAX.
+`AttentionRNN` runs this instead of stepping the cell when the model is the common one: a plain
+`LSTMCell` (tanh, sigmoid), one global `LuongAttention` with a dot or general score and a
+softmax, input feeding, `W_c` with tanh or no activation, on TensorFlow or JAX. Which models
+those are is declared once, over the components' full configs, in `cells/_execution_plan.py`
+(`CONTRACTS`): an option the contract does not declare, or a value it does not support, sends
+the model to the stepped loop.
 
 Why: differentiated automatically, a time loop accumulates every weight's gradient inside the
 backward loop, one `[B]`-row outer product per step and weight (`dU += hᵀ dz`, `dW_c += …`,
@@ -58,43 +61,14 @@ from keras_attention.functional.softmax import _mask_value
 
 
 def fusable(rnn, cell, sampled, training) -> bool:
-    """Whether `AttentionRNN.call` may run `luong_lstm_sequence` for this cell and call
-    (`sampled`: scheduled sampling feeds this call's inputs, which the fused loop cannot)."""
-    from keras_attention.cells.luong_attention_cell import LuongAttentionCell
-    from keras_attention.layers.luong_attention import LuongAttention
+    """Whether `AttentionRNN.call` may run `luong_lstm_sequence` for this cell and call:
+    `cells._execution_plan.fused_refusal` finds nothing against it, and the layer's
+    `implementation` is not "stepped"."""
+    from keras_attention.cells._execution_plan import fused_refusal
 
-    if not getattr(rnn, "_allow_fused", True) or sampled:
+    if rnn.implementation == "stepped":
         return False
-    if keras.backend.backend() not in ("tensorflow", "jax"):
-        return False  # PyTorch's custom gradients take a single output
-    if not isinstance(cell, LuongAttentionCell) or not cell.built or not cell._fused_lstm():
-        return False
-    lstm = cell.cell
-    if lstm.activation is not keras.activations.tanh:
-        return False
-    if lstm.recurrent_activation is not keras.activations.sigmoid:
-        return False
-    if not (rnn.return_sequences and cell.input_feeding and cell.attention_layer):
-        return False
-    if cell.attention_activation not in (keras.activations.linear, keras.activations.tanh):
-        return False  # (`attention_activation=None` is `linear`)
-    if not cell.output_attention:
-        return False
-    if len(cell.attentions) != 1:
-        return False
-    attention = cell.attentions[0]
-    if type(attention) is not LuongAttention or attention.score_mode not in ("dot", "general"):
-        return False
-    if attention.alignment != "global" or attention.use_scale:
-        return False
-    if attention.probability_fn != "softmax" or (training and attention.dropout > 0):
-        return False
-    dtype = keras.backend.standardize_dtype(rnn.compute_dtype)
-    # Not under mixed precision (the stepped cell computes the scores in float32 there).
-    return dtype in ("float32", "float64") and all(
-        keras.backend.standardize_dtype(layer.compute_dtype) == dtype
-        for layer in (cell, lstm, attention)
-    )
+    return fused_refusal(rnn, cell, sampled, training) is None
 
 
 def luong_lstm_sequence(

@@ -9,7 +9,8 @@ import keras
 from keras import ops
 
 from keras_attention._validation import check_flag, check_mask, check_rank, is_integer, is_number
-from keras_attention.cells._fused_luong import fusable, luong_lstm_sequence
+from keras_attention.cells._execution_plan import IMPLEMENTATIONS, ExecutionPlan, plan_execution
+from keras_attention.cells._fused_luong import luong_lstm_sequence
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.sampling import argmax_tokens, draw_tokens
@@ -51,6 +52,12 @@ class AttentionRNN(keras.layers.Layer):
     `[B·T, d_y] × [d_y, 4 d]` product, forward and backward). The results are those of
     embedding first, to float round-off.
 
+    Execution plan: each call first decides how it runs (`execution_plan`), then runs that.
+    The fused Luong decoder (`docs/design.md` §2.7) computes the same outputs and gradients as
+    the stepped loop, faster, for the models its contract declares (compared against the
+    components' full configs: an option it does not declare runs the stepped loop);
+    `implementation` overrides the choice, as `use_cudnn` does for Keras' `LSTM`.
+
     Args:
         cell: A `BahdanauAttentionCell` or `LuongAttentionCell`.
         return_sequences: Return the output of every step `[B, T, d]` rather than of the last
@@ -70,6 +77,11 @@ class AttentionRNN(keras.layers.Layer):
         embedding: A layer mapping token ids to decoder inputs (e.g.
             `keras.layers.Embedding(V, d_y, mask_zero=True)`), owned by this layer: `sequences`
             are then integer ids `[B, T]`. Defaults to `None` (`sequences` are vectors).
+        implementation: `"auto"` (the fused decoder where its contract allows, else the
+            stepped loop), `"stepped"` (always the stepped loop, e.g. to time or check the
+            fused one against it) or `"fused"` (the fused decoder, and a `ValueError` naming
+            the reason on a call it cannot run). The outputs are the same to float round-off.
+            Defaults to `"auto"`.
         **kwargs: Base layer arguments.
 
     Call arguments:
@@ -122,9 +134,16 @@ class AttentionRNN(keras.layers.Layer):
         seed: int | None = None,
         sampling_excluded_tokens: Any = None,
         embedding: Any = None,
+        implementation: str = "auto",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"`implementation` must be one of {', '.join(map(repr, IMPLEMENTATIONS))}. "
+                f"Received: implementation={implementation!r}"
+            )
+        self.implementation = implementation
         if embedding is not None and not isinstance(embedding, keras.layers.Layer):
             raise TypeError(
                 "`embedding` must be None or a Keras layer mapping token ids to vectors (e.g. "
@@ -195,30 +214,19 @@ class AttentionRNN(keras.layers.Layer):
         check_rank(self.name, "memory", memory.shape, (3,))
         mask = sequences_mask if mask is None else mask
         embedding = self.embedding if embedding is None else embedding
-        ids = None
-        if _are_ids(sequences):
-            ids = sequences
-            if embedding is None:
-                raise ValueError(
-                    f"Layer {self.name} got integer `sequences` (token ids) without an "
-                    "`embedding` to embed them: pass AttentionRNN(..., embedding=...) or "
-                    f"call(..., embedding=...). Received: sequences with dtype {ids.dtype} "
-                    f"and shape {tuple(ids.shape)}"
-                )
-            check_rank(self.name, "sequences", ids.shape, (2,))
-            if mask is None and hasattr(embedding, "compute_mask"):
-                mask = embedding.compute_mask(ids)
-        cell = self.cell
-        sampled = self._sampling is not None and training
-        fused = fusable(self, cell, sampled, training)
+        ids = self._token_ids(sequences, embedding)
+        if ids is not None and mask is None and hasattr(embedding, "compute_mask"):
+            mask = embedding.compute_mask(ids)
+        plan = self.execution_plan(training, token_ids=ids is not None, embedding=embedding)
         # The fused decoder reads the table itself (see `_fused_call`): no lookup first.
-        fused_ids = fused and ids is not None and _foldable(embedding, cell)
-        if ids is not None and not fused_ids:
+        if ids is not None and not plan.reads_table:
             sequences = embed_ids(embedding, ids)
-        check_mask("mask", mask, ops.expand_dims(ids, -1) if fused_ids else sequences, "sequences")
+        check_mask(
+            "mask", mask, ops.expand_dims(ids, -1) if plan.reads_table else sequences, "sequences"
+        )
         check_mask("memory_mask", memory_mask, memory, "memory")
+        cell = self.cell
         batch = ops.shape(sequences)[0]
-        memory_steps = ops.shape(memory)[1]
         prepared = cell.prepare_memory(memory, memory_mask)
         if training:  # random inputs drawn here, not inside the loop (see draw_step_noise)
             prepared = cell.draw_step_noise(prepared, ops.shape(sequences)[1], training)
@@ -226,25 +234,80 @@ class AttentionRNN(keras.layers.Layer):
             states = cell.get_initial_state(batch, memory)
         else:
             states = cell.complete_initial_state(initial_state, batch, memory)
-
-        dtype = self.compute_dtype
-        last = ops.zeros((batch, cell.output_size), dtype)
         if sequences.shape[1] == 0:  # no steps: empty outputs, the initial state unchanged
-            return self._no_steps(batch, memory_steps, states, last)
+            return self._no_steps(batch, ops.shape(memory)[1], states)
         mask = None if mask is None else ops.cast(mask, "bool")
         step_mask = None if mask is None else ops.transpose(mask, (1, 0))
-        if fused_ids:
+        if plan.reads_table:
             return self._fused_call(
                 ops.transpose(ids, (1, 0)), states, prepared, step_mask, embedding
             )
         if mask is not None:  # padded steps may hold anything (NaN): keep it out of the cell
             sequences = ops.where(ops.expand_dims(mask, -1), sequences, ops.zeros_like(sequences))
+        if plan.path == "fused":
+            return self._fused_call(
+                ops.transpose(sequences, (1, 0, 2)), states, prepared, step_mask
+            )
+        sampler = self._sampler(sequences, embedding, output_layer) if plan.sampled else None
+        return self._stepped_call(sequences, memory, states, prepared, step_mask, sampler, training)
+
+    def execution_plan(
+        self, training: bool | None = None, token_ids: bool = False, embedding: Any = None
+    ) -> ExecutionPlan:
+        """How a call with these arguments runs: the fused decoder or the stepped loop, and why.
+
+        `call` makes this plan first and then runs it; the layer must be built (an unbuilt
+        cell plans the stepped loop).
+
+        Args:
+            training: The call's `training`. Defaults to `None`.
+            token_ids: Whether the call's `sequences` are token ids. Defaults to `False`.
+            embedding: The layer embedding them (the call's, else the layer's own). Defaults
+                to `None`.
+
+        Returns:
+            An `ExecutionPlan`: `path` (`"fused"` or `"stepped"`), `reason`, `reads_table`
+            (the fused decoder reads the embedding table itself) and `sampled` (scheduled
+            sampling feeds the stepped loop).
+
+        Raises:
+            ValueError: With `implementation="fused"`, when the fused decoder cannot run the
+                call (the message says why).
+        """
+        embedding = self.embedding if embedding is None else embedding
+        return plan_execution(self, training, token_ids, embedding)
+
+    @property
+    def _allow_fused(self) -> bool:
+        """`implementation != "stepped"`; settable (older tests and scripts set it)."""
+        return self.implementation != "stepped"
+
+    @_allow_fused.setter
+    def _allow_fused(self, value: bool) -> None:
+        self.implementation = "auto" if value else "stepped"
+
+    def _token_ids(self, sequences, embedding):
+        """`sequences` when they are token ids (checked: an embedding, rank 2), else `None`."""
+        if not _are_ids(sequences):
+            return None
+        if embedding is None:
+            raise ValueError(
+                f"Layer {self.name} got integer `sequences` (token ids) without an "
+                "`embedding` to embed them: pass AttentionRNN(..., embedding=...) or "
+                f"call(..., embedding=...). Received: sequences with dtype {sequences.dtype} "
+                f"and shape {tuple(sequences.shape)}"
+            )
+        check_rank(self.name, "sequences", sequences.shape, (2,))
+        return sequences
+
+    def _stepped_call(self, sequences, memory, states, prepared, step_mask, sampler, training):
+        """The cell stepped over time in `functional.time_loop` (`sequences` `[B, T, d_y]`),
+        feeding back `sampler`'s tokens when there is one (scheduled sampling)."""
+        cell = self.cell
+        dtype = self.compute_dtype
+        batch, memory_steps = ops.shape(sequences)[0], ops.shape(memory)[1]
         # Whatever depends on the inputs only is computed here, once, not inside the loop.
-        sequences_t = ops.transpose(sequences, (1, 0, 2))  # [T, B, d_y]
-        if fused:
-            return self._fused_call(sequences_t, states, prepared, step_mask)
-        sampler = self._sampler(sequences, embedding, output_layer) if sampled else None
-        inputs = cell.project_inputs(sequences_t)  # [T, B, .]
+        inputs = cell.project_inputs(ops.transpose(sequences, (1, 0, 2)))  # [T, B, .]
 
         def step(t, x_t, carry):
             if sampler is not None:
@@ -277,7 +340,7 @@ class AttentionRNN(keras.layers.Layer):
         shapes = [(batch, cell.output_size)] if self.return_sequences else []
         if self.return_attention_scores:
             shapes.append((batch, memory_steps))
-        carry = (states, last)
+        carry = (states, ops.zeros((batch, cell.output_size), dtype))
         if sampler is not None:
             carry += (ops.zeros((batch,), "int32"),)
         dropout_cells = _dropout_cells(cell) if training else []
@@ -356,11 +419,14 @@ class AttentionRNN(keras.layers.Layer):
             self.sampling_excluded_tokens,
         )
 
-    def _no_steps(self, batch, memory_steps, states, last):
+    def _no_steps(self, batch, memory_steps, states):
         """The outputs of a zero-step sequence, laid out as `call` returns them."""
         dtype = self.compute_dtype
+        size = self.cell.output_size
         outputs = (
-            ops.zeros((batch, 0, self.cell.output_size), dtype) if self.return_sequences else last
+            ops.zeros((batch, 0, size), dtype)
+            if self.return_sequences
+            else ops.zeros((batch, size), dtype)
         )
         weights = (
             ops.zeros((batch, 0, memory_steps), dtype) if self.return_attention_scores else None
@@ -390,6 +456,8 @@ class AttentionRNN(keras.layers.Layer):
         )
         if self.embedding is not None:  # (absent: older configs stay identical)
             config["embedding"] = keras.saving.serialize_keras_object(self.embedding)
+        if self.implementation != "auto":  # (absent: older configs stay identical)
+            config["implementation"] = self.implementation
         if self._sampling is not None:
             probability = self.sampling_probability
             if probability is not None:  # its current value (what a schedule set)
@@ -461,22 +529,6 @@ def _make_dropout_masks(layers, batch, input_dim, dtype) -> None:
         size = size[0] if isinstance(size, (list, tuple)) else size
         layer.get_recurrent_dropout_mask(ops.ones((batch, size), dtype))
         input_dim = getattr(layer, "output_size", None) or size  # the next cell's input
-
-
-def _foldable(embedding, cell) -> bool:
-    """Whether the fused decoder may read `embedding`'s table itself (and fold the LSTM's
-    input kernel into it): a plain, unquantized `keras.layers.Embedding` in the cell's dtype,
-    small enough for its ids to travel as exact floats."""
-    if type(embedding) is not keras.layers.Embedding or not embedding.built:
-        return False
-    if getattr(embedding, "quantization_mode", None) or getattr(embedding, "lora_enabled", False):
-        return False
-    dtype = keras.backend.standardize_dtype(cell.compute_dtype)
-    exact = 2**24 if dtype == "float32" else 2**53
-    return (
-        keras.backend.standardize_dtype(embedding.compute_dtype) == dtype
-        and embedding.input_dim + 1 < exact
-    )
 
 
 class _ScheduledSampler:

@@ -1,15 +1,15 @@
 """Luong's local alignment (§3.2): the alignment mode, the window and the position network. Private.
 
 `LocalAttentionBase` sits between `BaseAttention` and `LuongAttention`: it owns the options
-`alignment` and `window_radius`, local-p's position network (`position_kernel`,
-`position_vector`) and the three ways a local window is computed ("blocks", "tiles",
-"windows"). `AdditiveAttention` and the recurrent layers do not derive from it: their alignment is
-always global (docs/design.md §9).
+`alignment`, `window_radius` and `window_implementation`, local-p's position network
+(`position_kernel`, `position_vector`) and the three ways a local window is computed ("blocks",
+"tiles", "windows"), chosen once per call by `window_plan`. `AdditiveAttention` and the
+recurrent layers do not derive from it: their alignment is always global (docs/design.md §9).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 from keras import ops
@@ -19,6 +19,19 @@ from keras_attention._validation import check_int
 from keras_attention.layers.base_attention import BaseAttention
 
 ALIGNMENT_MODES = ("global", "local_monotonic", "local_predictive")
+WINDOW_IMPLEMENTATIONS = ("auto", "blocks", "tiles", "windows")
+
+
+class WindowPlan(NamedTuple):
+    """How one call of a local attention layer computes its windows (`window_plan`).
+
+    Attributes:
+        path: `"blocks"`, `"tiles"` or `"windows"`.
+        reason: Why this path (for `"windows"` in place of another: what ruled it out).
+    """
+
+    path: str
+    reason: str
 
 
 class LocalAttentionBase(BaseAttention):
@@ -29,7 +42,12 @@ class LocalAttentionBase(BaseAttention):
     """
 
     def __init__(
-        self, *, alignment: str = "global", window_radius: int = 10, **kwargs: Any
+        self,
+        *,
+        alignment: str = "global",
+        window_radius: int = 10,
+        window_implementation: str = "auto",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if self.probability_fn == "hardmax" and alignment == "local_predictive":
@@ -51,8 +69,21 @@ class LocalAttentionBase(BaseAttention):
                 "alignment='local_predictive' needs `window_radius` >= 1 (the Gaussian has "
                 f"sigma = window_radius / 2). Received: window_radius={window_radius!r}"
             )
+        if window_implementation not in WINDOW_IMPLEMENTATIONS:
+            raise ValueError(
+                "`window_implementation` must be one of "
+                f"{', '.join(map(repr, WINDOW_IMPLEMENTATIONS))}. "
+                f"Received: window_implementation={window_implementation!r}"
+            )
+        if alignment == "global" and window_implementation != "auto":
+            raise ValueError(
+                "`window_implementation` chooses how local windows are computed; "
+                "alignment='global' has none. Received: "
+                f"window_implementation={window_implementation!r}, alignment={alignment!r}"
+            )
         self.alignment = alignment
         self.window_radius = int(window_radius)
+        self.window_implementation = window_implementation
 
     # ------------------------------------------------------------------ BaseAttention hooks
     def _build_extra(self, query_dim: int, value_dim: int) -> None:
@@ -96,7 +127,7 @@ class LocalAttentionBase(BaseAttention):
             )
         keys, value, mask = memory
         length = ops.shape(value)[1]
-        path = self._local_path(query, keys, training, default_positions)
+        path = self.window_plan(query, keys, training, default_positions).path
         if path == "blocks":
             context, weights = F.blocked_window_attention(
                 features,
@@ -152,50 +183,75 @@ class LocalAttentionBase(BaseAttention):
         return context, full_weights
 
     # ------------------------------------------------------------------ local windows
-    # Free centres (local-p, given positions): None chooses (fused windows under XLA outside
-    # training, tiles everywhere else; BENCHMARKS.md §2), True always tiles, False never.
-    _tiles_for_free_centres: bool | None = None
-
-    def _local_path(self, query, keys, training, default_positions: bool) -> str:
-        """How local attention is computed: "blocks", "tiles" or "windows".
+    def window_plan(self, query, keys, training=None, default_positions: bool = True) -> WindowPlan:
+        """How a local-attention call computes its windows: `"blocks"`, `"tiles"` or
+        `"windows"` (all three exact; `docs/design.md` §3 and BENCHMARKS.md §2).
 
         - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
           (query t at step t), blocks of consecutive queries against one contiguous key span.
-        - "tiles" (`functional.tiled_window_attention`): free centres (local-p, given
-          positions), sorted and grouped by key chunk, except under TensorFlow's XLA outside
-          training.
-        - "windows": one window per query, for everything else. Under TensorFlow's XLA with a
-          dot-type score the windows are fused into the reductions, never written out
-          (`_fused_windows`): the fastest forward there (2.3x the floor at S = 4096, against
-          tiles' 4x). Elsewhere tiles are faster than windows (BENCHMARKS.md §2): a training
-          step 1.0-1.2x under TensorFlow's XLA (0.92x at B = 64, T = S = 50, d = 256), 2-2.5x
-          in TensorFlow graphs, 2.5-3.8x in PyTorch, 1.1-3x under `jax.jit`; a forward pass
-          1.5-1.8x in TensorFlow graphs, 1-1.8x in PyTorch, 1-2.8x under `jax.jit`.
+        - "tiles" (`functional.tiled_window_attention`): queries sorted by centre and grouped
+          by key chunk, each tile one matmul (any centres: local-p, given positions).
+        - "windows": one gathered window per query; always possible. Under TensorFlow's XLA
+          with a dot-type score and outside training its gathers are fused into the
+          reductions, never written out (`_fused_windows`).
 
-        Blocks and tiles need a dot-type score (dot, general), static T and S, and enough
-        queries to fill a block (a single decoder step, T = 1, gathers its one window).
-        Dropout in training keeps the window path, so the dropout mask is drawn over the same
-        `[B, T, 2D+1]` weights as always. Eager JAX keeps it too: there every op is compiled on
-        its own, and the blocks' and tiles' extra ops cost seconds of compilation per shape.
+        What blocks and tiles need, whatever `window_implementation` asks: a dot-type score
+        (dot, general), static T and S, enough queries to fill a block or a tile (a single
+        decoder step, T = 1, gathers its one window), and no dropout in training (its mask is
+        drawn over the `[B, T, 2D+1]` window weights). Where they cannot run, the windows do.
+
+        `window_implementation="auto"` chooses by measured speed (BENCHMARKS.md §2): blocks
+        for local-m at the default positions; for free centres, the fused windows under
+        TensorFlow's XLA outside training (the fastest forward there: 2.3x the floor at
+        S = 4096, against tiles' 4x), tiles everywhere else (faster than windows: a training
+        step 1.0-1.2x under TensorFlow's XLA, 2-2.5x in TensorFlow graphs, 2.5-3.8x in
+        PyTorch, 1.1-3x under `jax.jit`; a forward pass 1.5-1.8x in TensorFlow graphs, 1-1.8x
+        in PyTorch, 1-2.8x under `jax.jit`); and the windows in eager JAX, where every op is
+        compiled on its own and the blocks' and tiles' extra ops cost seconds of compilation
+        per shape. `"blocks"` and `"tiles"` run that implementation wherever it can run;
+        `"windows"` always the window path.
+
+        Args:
+            query: The call's queries `[B, T, d_s]` (their static shape is read).
+            keys: The memory keys `[B, S, d]`.
+            training: The call's `training`. Defaults to `None`.
+            default_positions: Whether the queries sit at the default positions `0 … T−1`
+                (no `query_positions`). Defaults to `True`.
+
+        Returns:
+            A `WindowPlan`: `path` and `reason`.
         """
-        steps, length = query.shape[1], keys.shape[1]
+        choice = self.window_implementation
+        if choice == "windows":
+            return WindowPlan("windows", "window_implementation='windows'")
+        steps, length, radius = query.shape[1], keys.shape[1], self.window_radius
+        if not self._dot_type_score():
+            return WindowPlan("windows", "blocks and tiles need a dot-type score")
         # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
-        if not self._dot_type_score() or not (isinstance(steps, int) and isinstance(length, int)):
-            return "windows"
+        if not (isinstance(steps, int) and isinstance(length, int)):
+            return WindowPlan("windows", "blocks and tiles need static T and S")
         if training and self.dropout > 0:
-            return "windows"
-        if not _compiled_or_graph(query):
-            return "windows"
-        radius = self.window_radius
-        if self.alignment == "local_monotonic" and default_positions:
-            return "blocks" if steps >= F.block_size(radius) else "windows"
-        if self._tiles_for_free_centres is None:
-            if self._fused_windows(query, training):
-                return "windows"
-        elif not self._tiles_for_free_centres:
-            return "windows"
+            return WindowPlan("windows", "dropout in training draws its mask over the windows")
+        monotonic = self.alignment == "local_monotonic" and default_positions
+        blocks = monotonic and steps >= F.block_size(radius)
         q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])
-        return "tiles" if steps >= q_tile and length >= chunk else "windows"
+        tiles = steps >= q_tile and length >= chunk
+        if choice != "auto":
+            fits = blocks if choice == "blocks" else tiles
+            if fits:
+                return WindowPlan(choice, f"window_implementation={choice!r}")
+            return WindowPlan("windows", f"too few queries or keys for {choice}")
+        if not _compiled_or_graph(query):
+            return WindowPlan("windows", "eager JAX: blocks and tiles compile op by op")
+        if monotonic:
+            if blocks:
+                return WindowPlan("blocks", "local_monotonic at the default positions")
+            return WindowPlan("windows", "too few queries for a block")
+        if self._fused_windows(query, training):
+            return WindowPlan("windows", "fused windows: TensorFlow's XLA outside training")
+        if tiles:
+            return WindowPlan("tiles", "free centres")
+        return WindowPlan("windows", "too few queries or keys for tiles")
 
     def _dropout_mask_width(self, memory_steps):
         """`S` for global attention; the window `2D + 1` for local (dropout keeps windows)."""
@@ -260,6 +316,8 @@ class LocalAttentionBase(BaseAttention):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update({"alignment": self.alignment, "window_radius": self.window_radius})
+        if self.window_implementation != "auto":  # (absent: older configs stay identical)
+            config["window_implementation"] = self.window_implementation
         return config
 
 
@@ -279,9 +337,14 @@ def _xla_fuses_gathers(x) -> bool:
     JAX under `jit` is XLA too, but there (jax 0.10) the gathers are written out: `jnp.take`
     masks out-of-range indices with a select, and the CPU reductions run as separate YNNPACK
     fusions. Measured there, the fused form is 1.8x slower than the einsums and the tiles are
-    faster than both (BENCHMARKS.md §2), so JAX is left out. TensorFlow has no public probe
-    for an XLA context: its graph's flag is read through `tensorflow.python`; should that
-    move, the answer is False and the tiles run (slower under XLA, the same numbers).
+    faster than both (BENCHMARKS.md §2), so JAX is left out.
+
+    The one private TensorFlow module the layers read: TensorFlow has no public way to ask
+    whether a trace is inside `tf.function(jit_compile=True)` (the layer cannot see the
+    model's `jit_compile`), and only its XLA context flag, read through `tensorflow.python`,
+    tells. Should that move, the answer is False and the tiles run (slower under XLA, the same
+    numbers), and `tests/layers/test_local_fused.py::test_the_private_xla_probe_answers`
+    fails, to say so.
     """
     if keras.backend.backend() != "tensorflow":
         return False

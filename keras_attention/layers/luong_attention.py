@@ -68,6 +68,11 @@ class LuongAttention(LocalAttentionBase):
         probability_fn: `"softmax"`, or `"hardmax"` (tfa's: all the weight on the highest
             valid score, ties to the first; no gradient reaches the scores; not with
             `"local_predictive"`). Defaults to `"softmax"`.
+        window_implementation: How local windows are computed, with the same results:
+            `"auto"` (by measured speed, see `window_plan`), `"blocks"` or `"tiles"` (that
+            implementation wherever it can run, the gathered windows elsewhere) or
+            `"windows"` (always the gathered windows). Local alignment only. Defaults to
+            `"auto"`.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -127,6 +132,7 @@ class LuongAttention(LocalAttentionBase):
         kernel_regularizer: Any = None,
         kernel_constraint: Any = None,
         probability_fn: str = "softmax",
+        window_implementation: str = "auto",
         **kwargs: Any,
     ) -> None:
         if score_mode not in _SCORE_MODES:
@@ -145,6 +151,7 @@ class LuongAttention(LocalAttentionBase):
             kernel_regularizer=kernel_regularizer,
             kernel_constraint=kernel_constraint,
             probability_fn=probability_fn,
+            window_implementation=window_implementation,
             **kwargs,
         )
         check_int("attention_units", attention_units, 1, allow_none=True)

@@ -57,6 +57,7 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
         "score_mode",
         "alignment",
         "window_radius",
+        "window_implementation",
         "units",
         "attention_units",
         "attention_activation",

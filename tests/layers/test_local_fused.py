@@ -198,3 +198,28 @@ def test_fused_gradients_match_einsum_path(monkeypatch):
     np.testing.assert_allclose(to_numpy(fused_loss), to_numpy(plain_loss), rtol=1e-5)
     for a, b in zip(fused, plain, strict=True):
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.tensorflow_only
+def test_the_private_xla_probe_answers():
+    """`_xla_fuses_gathers` reads TensorFlow's private XLA context flag (no public probe
+    exists): True inside `tf.function(jit_compile=True)`, False in a plain graph and eagerly.
+    When TensorFlow moves the flag, this fails (the layers then run the tiles under XLA)."""
+    import tensorflow as tf
+
+    from keras_attention.layers._local_attention import _xla_fuses_gathers
+
+    x = tf.ones((2, 3))
+    answers = {}
+
+    def probe(name):
+        def run(x):
+            answers[name] = _xla_fuses_gathers(x)
+            return x
+
+        return run
+
+    tf.function(probe("xla"), jit_compile=True)(x)
+    tf.function(probe("graph"))(x)
+    probe("eager")(x)
+    assert answers == {"xla": True, "graph": False, "eager": False}

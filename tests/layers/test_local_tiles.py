@@ -15,18 +15,17 @@ import pytest
 
 from keras_attention import LuongAttention
 from keras_attention import functional as F
-from keras_attention.layers._local_attention import LocalAttentionBase
 from tests import reference
 from tests.backend_utils import BACKEND, jit, to_numpy, value_and_grad, variable
 from tests.conftest import count_calls, layer_weights, random_batch, randomize_weights
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 RADIUS = 2  # blocks of 32 queries, tiles of 16 queries over chunks of 16 keys
+FAST = {"local_monotonic": "blocks", "local_predictive": "tiles"}  # at the default positions
 
 
 def _paths(monkeypatch):
-    """Count the calls of the two fast paths made through `functional`; tiles switched on."""
-    monkeypatch.setattr(LocalAttentionBase, "_tiles_for_free_centres", True)
+    """Count the calls of the two fast paths made through `functional`."""
     return count_calls(
         monkeypatch, F, blocks="blocked_window_attention", tiles="tiled_window_attention"
     )
@@ -34,7 +33,7 @@ def _paths(monkeypatch):
 
 def _call(layer, query, value, mask, **kwargs):
     """`layer([query, value], mask=[None, mask], **kwargs)`; under `jax.jit` on JAX, where
-    eager calls keep the window path (see `LocalAttentionBase._local_path`)."""
+    eager calls keep the window path (see `LocalAttentionBase.window_plan`)."""
 
     def call(q, v, m):
         return layer([q, v], mask=[None, m], **kwargs)
@@ -49,6 +48,7 @@ CASES = [
     ("local_monotonic", "general", 40, 45, False, False, True, "tiles"),
     ("local_predictive", "general", 40, 45, False, True, False, "tiles"),
     ("local_predictive", "dot", 50, 33, True, False, False, "tiles"),
+    ("local_monotonic", "dot", 40, 45, True, False, False, "tiles"),  # asked for: not the default
 ]
 
 
@@ -67,7 +67,9 @@ def test_fast_paths_match_reference(
     mask[2] = False  # a row with no valid memory: zero outputs, no NaN
     value[2] = 0.0
     positions = rng.integers(-3, memory + 3, size=(3, steps)).astype("int32") if given else None
-    layer = LuongAttention(mode, alignment, window_radius=RADIUS, use_scale=use_scale)
+    layer = LuongAttention(
+        mode, alignment, window_radius=RADIUS, use_scale=use_scale, window_implementation=path
+    )
     layer.build([query.shape, value.shape])
     randomize_weights(layer, rng)
     calls = _paths(monkeypatch)
@@ -106,7 +108,9 @@ def test_predictive_centres_in_one_chunk(monkeypatch):
     query = np.repeat(rng.normal(size=(2, 1, 4)), 40, axis=1).astype("float32")
     query += 1e-3 * rng.normal(size=query.shape).astype("float32")
     value = rng.normal(size=(2, 64, 4)).astype("float32")
-    layer = LuongAttention("general", "local_predictive", window_radius=RADIUS)
+    layer = LuongAttention(
+        "general", "local_predictive", window_radius=RADIUS, window_implementation="tiles"
+    )
     layer.build([query.shape, value.shape])
     randomize_weights(layer, rng)
     calls = _paths(monkeypatch)
@@ -131,7 +135,13 @@ def test_fast_path_gradients_match_window_path(monkeypatch, alignment):
     _paths(monkeypatch)
     rng = np.random.default_rng(7)
     query, value, mask = random_batch(rng, batch=2, steps=40, memory=50, d_query=4, d_memory=4)
-    layer = LuongAttention("general", alignment, window_radius=RADIUS, use_scale=True)
+    layer = LuongAttention(
+        "general",
+        alignment,
+        window_radius=RADIUS,
+        use_scale=True,
+        window_implementation=FAST[alignment],
+    )
     layer.build([query.shape, value.shape])
     randomize_weights(layer, rng)
     q, v = variable(query), variable(value)
@@ -144,7 +154,7 @@ def test_fast_path_gradients_match_window_path(monkeypatch, alignment):
         )
 
     fast_loss, fast = value_and_grad(loss, targets)
-    layer._local_path = lambda *args: "windows"
+    layer.window_implementation = "windows"
     slow_loss, slow = value_and_grad(loss, targets)
     np.testing.assert_allclose(to_numpy(fast_loss), to_numpy(slow_loss), rtol=1e-5)
     for a, b in zip(fast, slow, strict=True):
@@ -158,7 +168,9 @@ def test_fast_paths_compile(monkeypatch, alignment):
     _paths(monkeypatch)
     rng = np.random.default_rng(5)
     query, value, mask = random_batch(rng, batch=2, steps=40, memory=50, d_query=4, d_memory=4)
-    layer = LuongAttention("general", alignment, window_radius=RADIUS)
+    layer = LuongAttention(
+        "general", alignment, window_radius=RADIUS, window_implementation=FAST[alignment]
+    )
     layer.build([query.shape, value.shape])
     eager = layer([query, value], mask=[None, mask])
     compiled = jit(lambda q, v, m: layer([q, v], mask=[None, m]))(query, value, mask)
@@ -198,3 +210,34 @@ def test_default_path_for_free_centres(monkeypatch, compiled, training):
         window_radius=RADIUS,
     )
     np.testing.assert_allclose(to_numpy(out), ref_out, **TOL)
+
+
+def test_window_implementation_option():
+    """Validated; serialised when not "auto" (older configs unchanged); a forced implementation
+    runs where it can and the windows elsewhere, and the plan says why."""
+    with pytest.raises(ValueError, match="Received: window_implementation='cudnn'"):
+        LuongAttention(alignment="local_monotonic", window_implementation="cudnn")
+    with pytest.raises(ValueError, match="window_implementation='tiles', alignment='global'"):
+        LuongAttention(window_implementation="tiles")
+    layer = LuongAttention("general", "local_predictive", window_implementation="windows")
+    config = layer.get_config()
+    assert config["window_implementation"] == "windows"
+    assert LuongAttention.from_config(config).window_implementation == "windows"
+    assert "window_implementation" not in LuongAttention(alignment="local_monotonic").get_config()
+
+    query, keys = keras.KerasTensor((2, 40, 4)), keras.KerasTensor((2, 50, 4))
+    step = keras.KerasTensor((2, 1, 4))
+    assert layer.window_plan(query, keys) == ("windows", "window_implementation='windows'")
+    tiles = LuongAttention("general", "local_monotonic", RADIUS, window_implementation="tiles")
+    assert tiles.window_plan(query, keys).path == "tiles"  # (auto: blocks)
+    assert tiles.window_plan(step, keys) == ("windows", "too few queries or keys for tiles")
+    blocks = LuongAttention("dot", "local_predictive", RADIUS, window_implementation="blocks")
+    assert blocks.window_plan(query, keys).path == "windows"  # local-p has no blocks
+    concat = LuongAttention("concat", "local_monotonic", RADIUS, window_implementation="blocks")
+    assert concat.window_plan(query, keys) == (
+        "windows",
+        "blocks and tiles need a dot-type score",
+    )
+    dropout = LuongAttention("dot", "local_monotonic", RADIUS, dropout=0.1)
+    assert dropout.window_plan(query, keys, training=True).path == "windows"
+    assert dropout.window_plan(query, keys).path in ("blocks", "windows")  # eager JAX: windows

@@ -53,8 +53,7 @@ def _teacher_forced(cell, embedding, ids, memory, training=None):
     """Teacher forcing by the stepped cell (the loop scheduled sampling runs in), checked against
     the default layer, which takes the fused Luong path on TensorFlow and JAX (float32
     round-off apart)."""
-    stepped = AttentionRNN(cell)
-    stepped._allow_fused = False
+    stepped = AttentionRNN(cell, implementation="stepped")
     want = to_numpy(stepped(embedding(ids), memory, training=training))
     default = to_numpy(AttentionRNN(cell)(embedding(ids), memory, training=training))
     np.testing.assert_allclose(default, want, rtol=1e-5, atol=1e-5)
