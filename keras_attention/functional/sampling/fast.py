@@ -100,6 +100,7 @@ def sample_tokens(
 
     >>> import numpy as np
     >>> from keras import ops
+    >>> from keras_attention.functional.sampling import filter_logits
     >>> z = np.random.default_rng(0).normal(size=(8, 1000)).astype("float32")
     >>> fast = sample_tokens(z, seed=7, t=3, top_k=10, top_p=0.9)
     >>> full = gumbel_tokens(z, token_uniforms(7, 3, 8, 1000), top_k=10, top_p=0.9)
