@@ -102,6 +102,87 @@ def check_choice(name: str, value: Any, options: tuple) -> str:
     return value.lower()
 
 
+# ---------------------------------------------------------------- sampling options
+#: The sampling temperature's bounds. Below `MIN_TEMPERATURE`, `log_probs / temperature`
+#: leaves float32's exact range in the sampler's sums (at 1e-10 XLA drew only padding while
+#: eager did not; at 1e-38 both did), and sampling is greedy search in all but rounding: use
+#: `sample=False`. Above `MAX_TEMPERATURE` a token banned at the -1e9 logit of the searches
+#: (padding, the start token) would come within float32's probability floor of the best
+#: token, whose log-probability is at least -ln(V), and could be drawn.
+MIN_TEMPERATURE = 1e-4
+MAX_TEMPERATURE = 1e6
+#: The smallest nucleus mass. The most probable token holds at least 1/V of the mass, so any
+#: `top_p <= 1/V` keeps it alone; below this, `top_p * sum` fell to float32 subnormals and
+#: zero, and the nucleus kept nothing (only padding was drawn). For top-1 use `top_k=1`.
+MIN_TOP_P = 1e-6
+#: Seeds are integers in [0, MAX_SEED]: they travel as int32 (a tensor argument of compiled
+#: functions and exports), so every entry point takes the same range.
+MAX_SEED = 2**31 - 1
+
+
+def check_sampling(temperature: Any, top_k: Any, top_p: Any, vocab_size: Any = None) -> tuple:
+    """`(temperature, top_k, top_p)` validated: a `ValueError` names a bad one.
+
+    `temperature` must be in [`MIN_TEMPERATURE`, `MAX_TEMPERATURE`], `top_k` an integer >= 1
+    (and at most `vocab_size` when that is known: a larger cut keeps every token, which is
+    almost surely a mistake), `top_p` in [`MIN_TOP_P`, 1]. The one validator of
+    `sample_search`, `generate`, `Translator` and the exports (re-exported as
+    `keras_attention.functional.sampling.check_sampling`)."""
+    if (
+        not is_number(temperature)
+        or not math.isfinite(float(temperature))
+        or not MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE
+    ):
+        raise ValueError(
+            f"`temperature` must be a finite number in [{MIN_TEMPERATURE:g}, "
+            f"{MAX_TEMPERATURE:g}] (lower is greedy search up to rounding: use sample=False). "
+            f"Received: temperature={temperature!r}"
+        )
+    if top_k is not None and (not is_integer(top_k) or top_k < 1):
+        raise ValueError(f"`top_k` must be None or an integer >= 1. Received: top_k={top_k!r}")
+    if top_k is not None and vocab_size is not None and top_k > vocab_size:
+        raise ValueError(
+            f"`top_k` must be at most the vocabulary size ({vocab_size}). Received: top_k={top_k!r}"
+        )
+    if top_p is not None and (not is_number(top_p) or not MIN_TOP_P <= float(top_p) <= 1):
+        raise ValueError(
+            f"`top_p` must be None or a number in [{MIN_TOP_P:g}, 1] (for the most probable "
+            f"token alone use top_k=1). Received: top_p={top_p!r}"
+        )
+    return (
+        float(temperature),
+        None if top_k is None else int(top_k),
+        None if top_p is None else float(top_p),
+    )
+
+
+def check_seed(seed: Any, allow_none: bool = True) -> int | None:
+    """A Python-integer seed in [0, 2**31) (`None` passes with `allow_none`), else a
+    `ValueError` naming it. Tensors are not checked here (they are int32 already)."""
+    if seed is None and allow_none:
+        return None
+    if not is_integer(seed) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(
+            f"`seed` must be {'None or ' if allow_none else ''}an integer in [0, 2**31). "
+            f"Received: seed={seed!r}"
+        )
+    return int(seed)
+
+
+def check_sampling_used(sample: bool, temperature: Any, top_k: Any, top_p: Any) -> None:
+    """A `ValueError` when a sampling option is set but `sample` is off (greedy and beam
+    search would ignore it without a word)."""
+    if sample:
+        return
+    given = {"temperature": (temperature, 1.0), "top_k": (top_k, None), "top_p": (top_p, None)}
+    for name, (value, default) in given.items():
+        if value != default:
+            raise ValueError(
+                f"`{name}` applies to sampling only: pass sample=True with it. Received: "
+                f"{name}={value!r} with sample=False"
+            )
+
+
 # ---------------------------------------------------------------- tensors (static checks)
 def check_rank(layer: str, name: str, shape: Any, ranks: tuple) -> None:
     """`shape` has one of `ranks` (2: `[batch, dim]`, 3: `[batch, steps, dim]`)."""

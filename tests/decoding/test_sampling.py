@@ -10,7 +10,6 @@ from scipy import stats
 
 from keras_attention.decoding import greedy_search, sample_search
 from keras_attention.functional.sampling import (
-    _compact,
     argmax_tokens,
     draw_tokens,
     filter_logits,
@@ -19,6 +18,7 @@ from keras_attention.functional.sampling import (
     step_uniforms,
     token_uniforms,
 )
+from keras_attention.functional.sampling.fast import compact_indices
 from tests.backend_utils import BACKEND, jit, to_numpy
 
 START, END = 1, 9
@@ -454,13 +454,13 @@ def test_two_level_draws_keep_the_kept_set(name, z):
 
 
 def test_compaction_lists_the_selected_indices_in_order():
-    """`_compact` (the top-k candidates' block compaction) against `np.flatnonzero`: every
+    """`compact_indices` (the top-k candidates' block compaction) against `np.flatnonzero`: every
     density from none to all, M not a multiple of its groups of 16, more selected than slots."""
     rng = np.random.default_rng(4)
     selected = rng.random((24, 500)) < np.linspace(0.0, 1.0, 24)[:, None]
     selected[0] = False
     for capacity in (1, 64, 512):
-        out = to_numpy(_compact(selected, capacity))
+        out = to_numpy(compact_indices(selected, capacity))
         for row, flags in zip(out, selected):
             expected = np.full(capacity, -1)
             found = np.flatnonzero(flags)[:capacity]
