@@ -239,6 +239,16 @@ class BucketedBatches:
         return dataset.apply(tf.data.experimental.assert_cardinality(len(self))).prefetch(2)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of its finished children, user and
+    system: the clock of `--cpu-budget`."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+CLOCKS = {"wall", "cpu"}
+
+
 class TrainingControl(keras.callbacks.Callback):
     """Cosine learning-rate decay over the budget, a time limit, and early stopping.
 
@@ -248,24 +258,43 @@ class TrainingControl(keras.callbacks.Callback):
     and the rate has then decayed to its floor) or when the validation loss has not improved
     for `patience` epochs; the weights of the best validation loss are restored at the end.
     `monitor` (optional, called after each epoch's validation) returns a dict of scores (the
-    validation WER curve) recorded in `curve` with the training minutes so far."""
+    validation WER curve) recorded in `curve` with the training minutes so far (wall and CPU).
+    `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
+    time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given)."""
 
-    def __init__(self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None):
+    def __init__(
+        self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None,
+        clock="wall",
+    ):  # fmt: skip
         super().__init__()
+        if clock not in CLOCKS:
+            raise ValueError(f"`clock` must be one of {sorted(CLOCKS)}. Received: clock={clock!r}")
         self.peak, self.epochs, self.seconds = peak, epochs, seconds
         self.patience, self.floor, self.verbose = patience, floor, verbose
-        self.monitor = monitor
+        self.monitor, self.clock = monitor, clock
         self.best, self.best_weights, self.wait, self.stopped_by = math.inf, None, 0, "epochs"
         self.epoch_seconds: list[float] = []
         self.curve: list[dict] = []
         self.steps_done = 0
         self.monitor_seconds = 0.0
+        self.spent_before = {"wall": 0.0, "cpu": 0.0}  # a resumed run's earlier training
 
     def on_train_begin(self, logs=None):
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() - self.spent_before["wall"]
+        self.cpu_started = cpu_seconds() - self.spent_before["cpu"]
+
+    @property
+    def _budget_name(self) -> str:
+        return "CPU budget" if self.clock == "cpu" else "time budget"
+
+    def spent(self, clock: str | None = None) -> float:
+        """Training seconds so far on `clock` (`"wall"` or `"cpu"`; default: the budget's)."""
+        if (clock or self.clock) == "cpu":
+            return cpu_seconds() - self.cpu_started
+        return time.perf_counter() - self.started
 
     def _progress(self, epoch_fraction):
-        elapsed = (time.perf_counter() - self.started) / self.seconds
+        elapsed = self.spent() / self.seconds
         return min(1.0, max(epoch_fraction / self.epochs, elapsed))
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -282,8 +311,8 @@ class TrainingControl(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         self.epoch_steps += 1
         self.steps_done += 1
-        if time.perf_counter() - self.started > self.seconds:
-            self.model.stop_training, self.stopped_by = True, "time budget"
+        if self.spent() > self.seconds:
+            self.model.stop_training, self.stopped_by = True, self._budget_name
 
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_seconds.append(time.perf_counter() - self.epoch_started)
@@ -297,7 +326,8 @@ class TrainingControl(keras.callbacks.Callback):
         point = {
             "epoch": epoch + 1,
             "epochs": epoch + self.epoch_steps / steps,
-            "minutes": (time.perf_counter() - self.started) / 60,
+            "minutes": self.spent("wall") / 60,
+            "cpu_minutes": self.spent("cpu") / 60,
             "val_loss": loss,
         }
         if self.monitor is not None:
@@ -305,18 +335,18 @@ class TrainingControl(keras.callbacks.Callback):
             point.update(self.monitor())
             self.monitor_seconds += time.perf_counter() - started
         self.curve.append(point)
-        elapsed = time.perf_counter() - self.started
+        elapsed = self.spent()
         if self.wait >= self.patience:
             self.model.stop_training, self.stopped_by = True, "early stopping"
         elif elapsed > self.seconds:
-            self.model.stop_training, self.stopped_by = True, "time budget"
+            self.model.stop_training, self.stopped_by = True, self._budget_name
         if self.verbose:
             rate = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
             scores = "".join(
                 f", valid {k} {v:.2f}%" for k, v in point.items() if k in ("wer", "per")
             )
             print(f"  epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
-                  f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} min of "
+                  f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} {self.clock} min of "
                   f"{self.seconds / 60:.1f}", flush=True)  # fmt: skip
 
     def on_train_end(self, logs=None):
@@ -558,6 +588,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--reserve", type=_positive_float, default=2.5,
         help="Minutes of the budget kept for evaluation and export.",
     )  # fmt: skip
+    parser.add_argument(
+        "--cpu-budget", type=_positive_float, nargs="?", const=60.0, metavar="CPU_MINUTES",
+        help="Budget the run by this process's CPU time instead of wall time (alone: 60, what "
+        "a quiet 2-core machine gives in 30 minutes); --time-budget is then not applied.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cpu-reserve", type=_positive_float, default=5.0,
+        help="CPU minutes of --cpu-budget kept for evaluation and export.",
+    )  # fmt: skip
     parser.add_argument("--patience", type=_positive_int, default=3)
     parser.add_argument("--beam-width", type=_positive_int, default=4)
     parser.add_argument("--max-length", type=_positive_int, default=24, help="Phonemes + END.")
@@ -588,6 +627,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, 1, 64
         args.train_words, args.test_words = args.train_words or 400, args.test_words or 40
         args.beam_width, args.time_budget, args.reserve = 2, 5.0, 1.0
+        args.cpu_reserve = min(args.cpu_reserve, 1.0)
         args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
     return args
 
@@ -597,7 +637,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from keras_attention.text import CharTokenizer
 
     args = _parse(argv)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     keras.utils.set_random_seed(args.seed)
     output = Path(args.output_dir or tempfile.mkdtemp(prefix="pronounce_"))
     output.mkdir(parents=True, exist_ok=True)
@@ -651,7 +691,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
     valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
-    budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
+    if args.cpu_budget:  # the CPU a quiet machine would give, whatever the load
+        clock = "cpu"
+        budget = (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
+    else:
+        clock = "wall"
+        budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
     # One translator for the validation curve (each epoch) and the test: compiled once.
     translator = Translator(
         model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
@@ -664,9 +709,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     control = TrainingControl(
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
-        verbose=not args.smoke, monitor=monitor,
+        verbose=not args.smoke, monitor=monitor, clock=clock,
     )  # fmt: skip
-    train_started, train_cpu_started = time.perf_counter(), time.process_time()
+    train_started, train_cpu_started = time.perf_counter(), cpu_seconds()
     history = model.fit(
         train.dataset(),
         validation_data=valid.dataset(),
@@ -675,7 +720,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         verbose=0 if args.smoke else 2,
     )
     train_seconds = time.perf_counter() - train_started
-    train_cpu_seconds = time.process_time() - train_cpu_started  # every thread of the process
+    train_cpu_seconds = cpu_seconds() - train_cpu_started  # every thread of the process
     epochs_run = len(history.history["loss"])
     epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
     print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
@@ -719,6 +764,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     litert = {} if args.no_litert else litert_report(model, translator, test_words, output, args)
 
     wall_seconds = time.perf_counter() - started
+    run_cpu_seconds = cpu_seconds() - cpu_started
     metrics = {
         "test": test_metrics,
         "n_best": n_best,
@@ -730,6 +776,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "curve_seconds": control.monitor_seconds,
             "seconds": train_seconds,
             "cpu_seconds": train_cpu_seconds,
+            "budget_clock": clock,
+            "budget_seconds": control.seconds,
             "stopped_by": control.stopped_by,
             "best_val_loss": control.best,
             "train_words": len(train_words),
@@ -737,12 +785,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "evaluation_seconds": eval_seconds,
         "wall_seconds": wall_seconds,
+        "cpu_seconds": run_cpu_seconds,  # the LiteRT runner (a child process) included
+        "cpu_share": run_cpu_seconds / wall_seconds,  # 2.0: both cores all the time
         "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
         "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
         "litert": litert,
     }
     (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    print(f"total {wall_seconds / 60:.1f} min; written to {output}")
+    print(f"total {wall_seconds / 60:.1f} min, {run_cpu_seconds / 60:.1f} CPU min "
+          f"({run_cpu_seconds / wall_seconds:.0%} of a core); written to {output}")  # fmt: skip
     return {
         **metrics,
         "splits": split_paths,

@@ -4,6 +4,7 @@ end, and (marker `figures`) the default run whose numbers BENCHMARKS.md records.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +115,25 @@ def test_smoke_run_trains_scores_draws_and_exports(tmp_path):
     empty = loaded.signatures["pronounce"](words=tf.constant([], tf.string))
     assert empty["pronunciations"].shape == (0,)
     assert Path(results["keras_model"]).exists()
+    training = metrics["training"]
+    assert training["budget_clock"] == "wall" and training["stopped_by"] == "epochs"
+    assert 0 < training["cpu_seconds"] <= metrics["cpu_seconds"]
+    assert 0 < training["seconds"] <= metrics["wall_seconds"]
+    assert metrics["cpu_share"] == pytest.approx(metrics["cpu_seconds"] / metrics["wall_seconds"])
+
+
+def test_smoke_run_under_a_cpu_budget_stops_by_it(tmp_path):
+    """`--cpu-budget` budgets training by CPU seconds: 1.05 CPU minutes less the 1-minute
+    reserve leaves 3 s minus the set-up's CPU time, which a smoke epoch outlasts."""
+    results = example.main(
+        ["--smoke", "--no-litert", "--epochs", "50", "--cpu-budget", "1.05",
+         "--output-dir", str(tmp_path)]
+    )  # fmt: skip
+    training = results["training"]
+    assert training["budget_clock"] == "cpu" and training["stopped_by"] == "CPU budget"
+    assert training["budget_seconds"] <= 3.0 and training["epochs"] < 50
+    assert training["curve"][-1]["cpu_minutes"] * 60 >= training["budget_seconds"]
+    assert example._parse(["--cpu-budget"]).cpu_budget == 60.0  # 2 cores × 30 minutes
 
 
 @pytest.mark.slow
@@ -225,6 +245,49 @@ def test_training_control_stops_mid_epoch_at_the_time_limit():
     (point,) = control.curve
     assert point["epoch"] == 1 and point["epochs"] == pytest.approx(1 / 40)
     assert point["wer"] == 1 and np.isfinite(point["val_loss"])
+
+
+def test_cpu_seconds_counts_this_process_and_its_children():
+    import subprocess
+    import sys
+
+    before = example.cpu_seconds()
+    start = time.process_time()
+    while time.process_time() - start < 0.2:  # busy in this process
+        pass
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.3: pass"], check=True)  # fmt: skip
+    spent = example.cpu_seconds() - before
+    assert spent >= 0.2 + 0.3 - 0.02  # the child's 0.3 s counted once it has ended
+
+
+def test_training_control_stops_at_the_cpu_budget_not_the_wall_clock():
+    """With `clock="cpu"` the budget counts CPU seconds: a sleep (wall time, no CPU) does not
+    use it up, a busy loop does; the curve records both clocks."""
+    import keras
+
+    class Sleep(keras.callbacks.Callback):  # 0.4 s of wall time a batch, ~no CPU
+        def on_train_batch_end(self, batch, logs=None):
+            time.sleep(0.4)
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(1e-3), loss="mse")
+    x = np.zeros((80, 3), "float32")
+    model.fit(x, x[:, :1], batch_size=10, epochs=1, verbose=0)  # compiled before the timing
+
+    def run(clock, seconds):
+        control = example.TrainingControl(1e-3, 1, seconds, verbose=False, clock=clock)
+        model.fit(x, x[:, :1], batch_size=10, epochs=1, callbacks=[Sleep(), control], verbose=0)
+        return control
+
+    wall = run("wall", 1.0)  # 0.4 s a batch: stopped after at most 3 of 8 batches
+    assert wall.stopped_by == "time budget" and wall.steps_done <= 3
+    cpu = run("cpu", 1.0)  # 8 compiled steps of a tiny model use far less than 1 CPU s
+    assert cpu.stopped_by == "epochs" and cpu.steps_done == 8
+    (point,) = cpu.curve
+    assert point["minutes"] * 60 >= 3.2 > 1.0 > point["cpu_minutes"] * 60 >= 0
+    with pytest.raises(ValueError, match="Received: clock='gpu'"):
+        example.TrainingControl(1e-3, 1, 1.0, clock="gpu")
 
 
 def test_bad_flags_exit_with_a_message(capsys):
