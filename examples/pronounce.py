@@ -69,6 +69,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -81,6 +82,9 @@ import numpy as np  # noqa: E402
 
 from keras_attention.metrics import sequence_error_rates  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LETTERS = "'abcdefghijklmnopqrstuvwxyz"
 WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")
@@ -278,6 +282,7 @@ class TrainingControl(keras.callbacks.Callback):
         self.steps_done = 0
         self.monitor_seconds = 0.0
         self.spent_before = {"wall": 0.0, "cpu": 0.0}  # a resumed run's earlier training
+        self.resumed_stopped = False  # the backup was made as training stopped
 
     def on_train_begin(self, logs=None):
         self.started = time.perf_counter() - self.spent_before["wall"]
@@ -353,6 +358,36 @@ class TrainingControl(keras.callbacks.Callback):
         if self.best_weights is not None:
             self.model.set_weights(self.best_weights)
 
+    # `examples/_resume.py` keeps this state in every epoch's backup (`--resume`).
+    def get_resume_state(self) -> tuple[dict, list | None]:
+        """The state at this epoch's end: the budget spent (both clocks), early stopping's
+        best loss and counter, whether training stops here, the curve; and the best weights."""
+        state = {
+            "best": None if math.isinf(self.best) else float(self.best),  # JSON has no inf
+            "wait": self.wait,
+            "stopped_by": self.stopped_by,
+            "stopped": bool(self.model.stop_training),
+            "spent": {"wall": self.spent("wall"), "cpu": self.spent("cpu")},
+            "epoch_seconds": self.epoch_seconds,
+            "curve": self.curve,
+            "steps_done": self.steps_done,
+            "monitor_seconds": self.monitor_seconds,
+            "seconds": self.seconds,  # the budget (the first process's set-up left out)
+        }
+        return state, self.best_weights
+
+    def set_resume_state(self, state: dict, arrays: list | None) -> None:
+        """Put back `get_resume_state`'s state (before `fit`): the budget goes on from what
+        was spent, so the learning-rate schedule and the limit stay where they were."""
+        self.best = math.inf if state["best"] is None else float(state["best"])
+        self.wait, self.stopped_by = int(state["wait"]), state["stopped_by"]
+        self.resumed_stopped = bool(state["stopped"])
+        self.spent_before = {k: float(v) for k, v in state["spent"].items()}
+        self.epoch_seconds, self.curve = list(state["epoch_seconds"]), list(state["curve"])
+        self.steps_done = int(state["steps_done"])
+        self.monitor_seconds = float(state["monitor_seconds"])
+        self.best_weights, self.seconds = arrays, float(state["seconds"])
+
 
 class SmoothedSparseCrossentropy(keras.losses.Loss):
     """Cross-entropy from logits against label-smoothed one-hot targets: the target
@@ -381,6 +416,46 @@ class SmoothedSparseCrossentropy(keras.losses.Loss):
 
     def get_config(self):
         return {**super().get_config(), "classes": self.classes, "smoothing": self.smoothing}
+
+
+def build_model(args: argparse.Namespace, vocabulary: PhoneVocabulary) -> Seq2Seq:
+    """The compiled `Seq2Seq` of the settings `args` (`_parse`'s) for `vocabulary`. Under
+    `--precision mixed_bfloat16` its layers compute in bfloat16 with float32 weights, and the
+    decoder's projection (the logits, the loss, the searches' scores) in float32."""
+    from keras_attention.text import CharTokenizer
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(args.precision)  # read by the layers as they are made
+    try:
+        model = Seq2Seq(
+            target_vocabulary_size=len(vocabulary),
+            embedding_dim=args.embedding_dim,
+            units=args.units,
+            encoder_units=args.encoder_units or max(1, args.units // 2),
+            rnn=args.rnn,
+            encoder_layers=args.encoder_layers,
+            attention=args.attention,
+            score_mode=args.score,
+            alignment=args.alignment,
+            window_radius=args.window,
+            input_feeding=not args.no_input_feeding,
+            dropout=args.dropout,
+            source_tokenizer=CharTokenizer(vocabulary=list(LETTERS), lowercase=True),
+        )
+        loss = (
+            SmoothedSparseCrossentropy(len(vocabulary), args.label_smoothing)
+            if args.label_smoothing
+            else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
+        model.compile(
+            keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
+            loss=loss,
+            metrics=["accuracy"],
+            jit_compile=not args.no_xla,
+        )
+    finally:
+        keras.config.set_dtype_policy(previous)
+    return model
 
 
 # ---------------------------------------------------------------- evaluation
@@ -574,12 +649,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedding-dim", type=_positive_int, default=64)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--batch-size", type=_positive_int, default=128)
+    parser.add_argument(
+        "--precision", choices=("float32", "mixed_bfloat16"), default="float32",
+        help="Keras dtype policy of the model (the logits stay float32).",
+    )  # fmt: skip
     parser.add_argument("--learning-rate", type=_positive_float, default=3e-3, help="Peak.")
     parser.add_argument(
         "--label-smoothing", type=_smoothing, default=0.1,
         help="Label smoothing of the training targets (0: plain cross-entropy).",
     )  # fmt: skip
-    parser.add_argument("--epochs", type=_positive_int, default=15, help="At most.")
+    parser.add_argument(
+        "--epochs",
+        type=_positive_int,
+        help="At most (default 15; --long 80, --full 40, --smoke 1).",
+    )
     parser.add_argument(
         "--time-budget", type=_positive_float, default=28.5,
         help="Minutes for the whole run; training stops in time for evaluation and export.",
@@ -609,33 +692,42 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
     parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
     parser.add_argument("--smoke", action="store_true", help="Tiny sizes, seconds (tests).")
+    resume_arguments(parser)
     args = parser.parse_args(argv)
     if args.attention == "bahdanau" and (args.alignment != "global" or args.score != "general"):
         parser.error(
             "--alignment and --score choose Luong's attention: add --attention luong. "
             f"Received: --alignment {args.alignment} --score {args.score}"
         )
+    if args.resume and not args.output_dir:
+        parser.error("--resume continues the run in --output-dir: give it.")
     if args.long and args.full:
         parser.error("--long and --full are two settings: choose one.")
     if args.long:  # 3 hours on 2 CPU cores: a 2-layer encoder, more epochs, more dropout
-        args.encoder_layers, args.epochs, args.time_budget = 2, 80, 178.0
+        args.encoder_layers, args.epochs, args.time_budget = 2, args.epochs or 80, 178.0
         args.dropout, args.patience, args.reserve = 0.2, 6, 4.0
     if args.full:
-        args.units, args.encoder_layers, args.epochs = 512, 2, 40
+        args.units, args.encoder_layers, args.epochs = 512, 2, args.epochs or 40
         args.time_budget, args.dropout, args.beam_width = 180.0, 0.3, 5
     if args.smoke:
-        args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, 1, 64
+        args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, args.epochs or 1, 64
         args.train_words, args.test_words = args.train_words or 400, args.test_words or 40
         args.beam_width, args.time_budget, args.reserve = 2, 5.0, 1.0
         args.cpu_reserve = min(args.cpu_reserve, 1.0)
         args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
+    args.epochs = args.epochs or 15
     return args
+
+
+def _resume_settings(args: argparse.Namespace) -> dict:
+    """The settings a backup must have been made with (the words to pronounce at the end,
+    the output folder and the exports may differ)."""
+    ignored = ("resume", "word", "output_dir", "no_litert")
+    return {k: v for k, v in vars(args).items() if k not in ignored}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Load, split, train, evaluate, draw, export; returns what it measured and wrote."""
-    from keras_attention.text import CharTokenizer
-
     args = _parse(argv)
     started, cpu_started = time.perf_counter(), cpu_seconds()
     keras.utils.set_random_seed(args.seed)
@@ -663,32 +755,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({len(pairs)} pairs), {len(splits['valid'])} valid, {len(test_words)} test words"
     )
 
-    model = Seq2Seq(
-        target_vocabulary_size=len(vocabulary),
-        embedding_dim=args.embedding_dim,
-        units=args.units,
-        encoder_units=args.encoder_units or max(1, args.units // 2),
-        rnn=args.rnn,
-        encoder_layers=args.encoder_layers,
-        attention=args.attention,
-        score_mode=args.score,
-        alignment=args.alignment,
-        window_radius=args.window,
-        input_feeding=not args.no_input_feeding,
-        dropout=args.dropout,
-        source_tokenizer=CharTokenizer(vocabulary=list(LETTERS), lowercase=True),
-    )
-    loss = (
-        SmoothedSparseCrossentropy(len(vocabulary), args.label_smoothing)
-        if args.label_smoothing
-        else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    )
-    model.compile(
-        keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
-        loss=loss,
-        metrics=["accuracy"],
-        jit_compile=not args.no_xla,
-    )
+    model = build_model(args, vocabulary)
     train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
     valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
     if args.cpu_budget:  # the CPU a quiet machine would give, whatever the load
@@ -711,17 +778,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
         verbose=not args.smoke, monitor=monitor, clock=clock,
     )  # fmt: skip
+    # Backups at every epoch's end in OUTPUT/backup (examples/_resume.py): `--resume` goes on
+    # from the last one, with the weights, optimizer, dropout streams, batch order, budget
+    # spent, learning-rate schedule and early stopping where the stopped run had them.
+    resume = ResumableTraining(output / "backup", settings=_resume_settings(args))
+    resume.set_callbacks([control])
+    initial_epoch, epochs = 0, args.epochs
+    if args.resume:
+        model.build_from_config(None)
+        initial_epoch = resume.restore(model, [control])
+        if control.resumed_stopped:  # stopped by its budget or early stopping: train no more
+            epochs = initial_epoch
+        print(f"resumed from {output / 'backup'} after epoch {initial_epoch}")
+    # One stream of passes over the pairs, each in a new order, from the epoch to start from.
+    train_data, steps = resume.epoch_stream(train.dataset(), initial_epoch)
     train_started, train_cpu_started = time.perf_counter(), cpu_seconds()
-    history = model.fit(
-        train.dataset(),
+    model.fit(
+        train_data,
+        steps_per_epoch=steps,
         validation_data=valid.dataset(),
-        epochs=args.epochs,
-        callbacks=[control],
+        epochs=epochs,
+        initial_epoch=initial_epoch,
+        callbacks=[control, resume],  # (resume after control: it backs up control's state)
         verbose=0 if args.smoke else 2,
     )
-    train_seconds = time.perf_counter() - train_started
-    train_cpu_seconds = cpu_seconds() - train_cpu_started  # every thread of the process
-    epochs_run = len(history.history["loss"])
+    train_seconds = time.perf_counter() - train_started + control.spent_before["wall"]
+    train_cpu_seconds = cpu_seconds() - train_cpu_started + control.spent_before["cpu"]
+    epochs_run = len(resume.history.get("loss", []))
     epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
     print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
           f"(stopped by {control.stopped_by}); best val_loss {control.best:.4f}")  # fmt: skip
@@ -779,6 +862,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "budget_clock": clock,
             "budget_seconds": control.seconds,
             "stopped_by": control.stopped_by,
+            "resumed_from_epoch": initial_epoch,
             "best_val_loss": control.best,
             "train_words": len(train_words),
             "train_pairs": len(pairs),

@@ -150,6 +150,7 @@ def test_settings():
     full = example._parse(["--full"])
     assert (full.units, full.encoder_layers, full.epochs, full.beam_width) == (512, 2, 40, 5)
     default = example._parse([])
+    assert default.epochs == 15 and example._parse(["--smoke", "--epochs", "3"]).epochs == 3
     assert (default.rnn, default.units, default.beam_width, default.time_budget) == (
         "gru",
         256,
@@ -327,3 +328,99 @@ def test_default_run_reaches_the_recorded_numbers(tmp_path):
     litert = results["litert"]
     assert litert["agreement_with_keras"]["greedy"] > 0.999
     assert litert["agreement_with_keras"]["beam"] > 0.999
+
+
+# ---------------------------------------------------------------- --resume (issue 31)
+def _run_pronounce(output, *extra, kill_after_epoch=None):
+    """`pronounce.py --smoke` in a process group of its own; with `kill_after_epoch`, SIGKILL
+    it once the backup of that epoch is written (during the next epoch's training). Returns
+    its metrics.json (None when killed)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from _example_loader import EXAMPLES
+
+    code = f"import sys; sys.path.insert(0, {str(EXAMPLES)!r}); import pronounce; " + (
+        "pronounce.main(sys.argv[1:])"
+    )
+    # An epoch-driven schedule: 10^6 minutes of budget make the elapsed-time term of the
+    # learning-rate progress (`TrainingControl._progress`) ~1e-9, which rounds away in
+    # cos(pi * progress); otherwise the rate would depend on the wall clock of each run.
+    args = ["--smoke", "--no-litert", "--epochs", "3", "--patience", "5", "--dropout", "0.3",
+            "--time-budget", "1000000", "--output-dir", str(output), *extra]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    manifest = output / "backup" / "manifest.json"
+    deadline = time.monotonic() + 600
+    try:
+        while process.poll() is None:
+            if time.monotonic() > deadline:
+                pytest.fail("pronounce.py did not finish within 600 s")
+            if kill_after_epoch is not None and manifest.exists():
+                try:
+                    epoch = json.loads(manifest.read_text())["epoch"]
+                except ValueError:
+                    epoch = 0
+                if epoch >= kill_after_epoch:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=60)
+                    return None
+            time.sleep(0.02)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
+    assert process.returncode == 0, process.stderr.read().decode()[-3000:]
+    return json.loads((output / "metrics.json").read_text())
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_run_reaches_the_same_metrics(tmp_path):
+    """SIGKILL during epoch 2 (after epoch 1's backup), then `--resume`: the same validation
+    losses and WER/PER curve, best validation loss and test WER/PER as an uninterrupted run.
+
+    Compared exactly: the resumed run restores the weights, Adam's moments and step, dropout's
+    random streams, the batch order, the budget spent and TrainingControl's early-stopping
+    state, and the smoke run decodes without XLA on the same CPU, so nothing is left to
+    differ (the wall and CPU minutes of the curve do, and are not compared)."""
+    whole = _run_pronounce(tmp_path / "whole")
+    assert _run_pronounce(tmp_path / "cut", kill_after_epoch=1) is None
+    assert not (tmp_path / "cut" / "metrics.json").exists()  # killed mid-training
+    resumed = _run_pronounce(tmp_path / "cut", "--resume")
+    assert resumed["training"]["resumed_from_epoch"] in (1, 2)  # 2: killed while saving 2
+    assert whole["training"]["resumed_from_epoch"] == 0
+    keys = ("epoch", "epochs", "val_loss", "wer", "per")
+    curve = lambda run: [{k: p[k] for k in keys} for p in run["training"]["curve"]]  # noqa: E731
+    assert len(curve(whole)) == 3 and curve(resumed) == curve(whole)
+    assert resumed["training"]["best_val_loss"] == whole["training"]["best_val_loss"]
+    assert resumed["training"]["steps"] == whole["training"]["steps"]
+    assert resumed["test"] == whole["test"]
+    assert resumed["n_best"] == whole["n_best"]
+
+
+def test_resume_refuses_a_corrupt_backup_and_other_settings(tmp_path):
+    """A backup whose weights file was changed is refused with CorruptBackupError naming the
+    file, before any training; so is a backup made with other settings."""
+    import _resume  # examples/ is on sys.path: pronounce.py put it there
+
+    output = tmp_path / "out"
+    example.main(["--smoke", "--no-litert", "--output-dir", str(output)])
+    weights = next((output / "backup").glob("epoch-*.weights.h5"))
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    with pytest.raises(_resume.CorruptBackupError, match=f"{weights.name} is corrupt"):
+        example.main(["--smoke", "--no-litert", "--output-dir", str(output), "--resume"])
+    with pytest.raises(ValueError, match="other settings.*dropout"):
+        example.main(
+            ["--smoke", "--no-litert", "--dropout", "0.2", "--output-dir", str(output), "--resume"]
+        )
+    with pytest.raises(SystemExit):
+        example._parse(["--resume"])  # no --output-dir: nothing to resume from
