@@ -251,6 +251,7 @@ def cpu_seconds() -> float:
 
 
 CLOCKS = {"wall", "cpu"}
+EMA_EVERY = 5  # steps between updates of the weights' moving average
 
 
 class TrainingControl(keras.callbacks.Callback):
@@ -264,13 +265,26 @@ class TrainingControl(keras.callbacks.Callback):
     `monitor` (optional, called after each epoch's validation) returns a dict of scores (the
     validation WER curve) recorded in `curve` with the training minutes so far (wall and CPU).
     `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
-    time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given)."""
+    time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given).
+
+    `ema` (a momentum per step, 0: off) keeps an exponential moving average of the trainable
+    weights, updated every `EMA_EVERY` steps with `ema ** EMA_EVERY` (and, early on, the
+    smaller `(1 + n) / (10 + n)` after `n` updates, so the average does not start from the
+    random initial weights); each epoch's validation loss and `monitor` then score the
+    averaged weights (`model.evaluate` on `validation`: a dataset or an `(x, y)` tuple), and
+    those are the best weights kept. The raw weights' validation loss is `val_loss_raw`."""
 
     def __init__(
         self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None,
-        clock="wall",
+        clock="wall", ema=0.0, validation=None,
     ):  # fmt: skip
         super().__init__()
+        if not 0 <= ema < 1 or (ema and validation is None):
+            raise ValueError(
+                "`ema` must be in [0, 1), and needs `validation` data. "
+                f"Received: ema={ema}, validation={validation!r}"
+            )
+        self.ema, self.validation, self.averages, self.ema_updates = ema, validation, None, 0
         if clock not in CLOCKS:
             raise ValueError(f"`clock` must be one of {sorted(CLOCKS)}. Received: clock={clock!r}")
         self.peak, self.epochs, self.seconds = peak, epochs, seconds
@@ -316,12 +330,35 @@ class TrainingControl(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         self.epoch_steps += 1
         self.steps_done += 1
+        if self.ema and self.steps_done % EMA_EVERY == 0:
+            self._update_average()
         if self.spent() > self.seconds:
             self.model.stop_training, self.stopped_by = True, self._budget_name
 
+    def _update_average(self) -> None:
+        weights = [
+            keras.ops.convert_to_numpy(v).astype("float64") for v in self.model.trainable_variables
+        ]
+        if self.averages is None:
+            self.averages = weights
+        else:
+            n = self.ema_updates
+            decay = min(self.ema**EMA_EVERY, (1 + n) / (10 + n))
+            for average, w in zip(self.averages, weights):
+                average *= decay
+                average += (1 - decay) * w
+        self.ema_updates += 1
+
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_seconds.append(time.perf_counter() - self.epoch_started)
-        loss = (logs or {}).get("val_loss", math.inf)
+        loss = raw_loss = (logs or {}).get("val_loss", math.inf)
+        raw = None
+        if self.ema and self.averages is not None:  # score the averaged weights
+            raw = [keras.ops.convert_to_numpy(v) for v in self.model.trainable_variables]
+            for variable, average in zip(self.model.trainable_variables, self.averages):
+                variable.assign(average.astype(variable.dtype))
+            data = self.validation if isinstance(self.validation, tuple) else (self.validation,)
+            loss = self.model.evaluate(*data, verbose=0, return_dict=True)["loss"]
         if loss < self.best:
             self.best, self.wait = loss, 0
             self.best_weights = self.model.get_weights()
@@ -335,10 +372,15 @@ class TrainingControl(keras.callbacks.Callback):
             "cpu_minutes": self.spent("cpu") / 60,
             "val_loss": loss,
         }
+        if self.ema:
+            point["val_loss_raw"] = raw_loss
         if self.monitor is not None:
             started = time.perf_counter()
             point.update(self.monitor())
             self.monitor_seconds += time.perf_counter() - started
+        if raw is not None:  # training goes on from the raw weights
+            for variable, value in zip(self.model.trainable_variables, raw):
+                variable.assign(value)
         self.curve.append(point)
         elapsed = self.spent()
         if self.wait >= self.patience:
@@ -373,8 +415,11 @@ class TrainingControl(keras.callbacks.Callback):
             "steps_done": self.steps_done,
             "monitor_seconds": self.monitor_seconds,
             "seconds": self.seconds,  # the budget (the first process's set-up left out)
+            "ema_updates": self.ema_updates,
+            "best_weights": 0 if self.best_weights is None else len(self.best_weights),
         }
-        return state, self.best_weights
+        arrays = [*(self.best_weights or []), *(self.averages or [])]
+        return state, arrays or None
 
     def set_resume_state(self, state: dict, arrays: list | None) -> None:
         """Put back `get_resume_state`'s state (before `fit`): the budget goes on from what
@@ -386,7 +431,10 @@ class TrainingControl(keras.callbacks.Callback):
         self.epoch_seconds, self.curve = list(state["epoch_seconds"]), list(state["curve"])
         self.steps_done = int(state["steps_done"])
         self.monitor_seconds = float(state["monitor_seconds"])
-        self.best_weights, self.seconds = arrays, float(state["seconds"])
+        self.seconds, self.ema_updates = float(state["seconds"]), int(state["ema_updates"])
+        arrays, kept = list(arrays or []), int(state["best_weights"])
+        self.best_weights = arrays[:kept] or None
+        self.averages = [a.astype("float64") for a in arrays[kept:]] or None
 
 
 class SmoothedSparseCrossentropy(keras.losses.Loss):
@@ -680,6 +728,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--cpu-reserve", type=_positive_float, default=5.0,
         help="CPU minutes of --cpu-budget kept for evaluation and export.",
     )  # fmt: skip
+    parser.add_argument(
+        "--ema", type=_smoothing, default=0.0, metavar="MOMENTUM",
+        help="Validate and keep an exponential moving average of the weights (e.g. 0.999).",
+    )  # fmt: skip
     parser.add_argument("--patience", type=_positive_int, default=3)
     parser.add_argument("--beam-width", type=_positive_int, default=4)
     parser.add_argument("--max-length", type=_positive_int, default=24, help="Phonemes + END.")
@@ -758,6 +810,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model = build_model(args, vocabulary)
     train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
     valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
+    valid_data = valid.dataset()
     if args.cpu_budget:  # the CPU a quiet machine would give, whatever the load
         clock = "cpu"
         budget = (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
@@ -776,7 +829,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     control = TrainingControl(
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
-        verbose=not args.smoke, monitor=monitor, clock=clock,
+        verbose=not args.smoke, monitor=monitor, clock=clock, ema=args.ema, validation=valid_data,
     )  # fmt: skip
     # Backups at every epoch's end in OUTPUT/backup (examples/_resume.py): `--resume` goes on
     # from the last one, with the weights, optimizer, dropout streams, batch order, budget
@@ -796,7 +849,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model.fit(
         train_data,
         steps_per_epoch=steps,
-        validation_data=valid.dataset(),
+        validation_data=valid_data,
         epochs=epochs,
         initial_epoch=initial_epoch,
         callbacks=[control, resume],  # (resume after control: it backs up control's state)

@@ -291,6 +291,55 @@ def test_training_control_stops_at_the_cpu_budget_not_the_wall_clock():
         example.TrainingControl(1e-3, 1, 1.0, clock="gpu")
 
 
+def test_training_control_averages_the_weights_as_numpy_float64():
+    """`ema`: the moving average of the trainable weights after every EMA_EVERY steps, with
+    the warm-up decay (1 + n) / (10 + n), against a float64 NumPy transcription; validation
+    scores the average, training goes on from the raw weights, the average is kept as best."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.SGD(0.1), loss="mse")
+    seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append([keras.ops.convert_to_numpy(v).astype("float64")
+                         for v in self.model.trainable_variables])  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(120, 3)).astype("float32"), rng.normal(size=(120, 2)).astype("float32")
+    momentum = 0.9
+    control = example.TrainingControl(
+        0.1, 1, 1e9, verbose=False, ema=momentum, validation=(x[:20], y[:20])
+    )
+    model.fit(x, y, batch_size=5, epochs=1, callbacks=[Record(), control], verbose=0, shuffle=False)
+    every = example.EMA_EVERY
+    expected = None
+    for n, weights in enumerate(seen[every - 1 :: every]):
+        if expected is None:
+            expected = [w.copy() for w in weights]
+            continue
+        decay = min(momentum**every, (1 + n) / (10 + n))  # n updates made before this one
+        expected = [decay * e + (1 - decay) * w for e, w in zip(expected, weights)]
+    assert control.ema_updates == len(seen) // every == 4
+    for average, value in zip(control.averages, expected):
+        np.testing.assert_allclose(average, value, rtol=1e-12)
+    for variable, raw, average in zip(model.trainable_variables, seen[-1], expected):
+        # the raw weights were put back after validation; on_train_end then put in the best,
+        # the average
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), average, rtol=1e-6)
+        assert not np.allclose(raw, average)
+    (point,) = control.curve
+    kernel, bias = expected
+    np.testing.assert_allclose(
+        point["val_loss"], np.mean((x[:20] @ kernel + bias - y[:20]) ** 2), rtol=1e-5
+    )
+    assert point["val_loss_raw"] != point["val_loss"]
+    with pytest.raises(ValueError, match="Received: ema=0.5, validation=None"):
+        example.TrainingControl(1e-3, 1, 1.0, ema=0.5)
+
+
 def test_bad_flags_exit_with_a_message(capsys):
     with pytest.raises(SystemExit):
         example.main(["--window", "0"])
