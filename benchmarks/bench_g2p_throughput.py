@@ -14,10 +14,10 @@ padded tokens: a larger batch pads no more (the batches are bucketed by length).
 
     python benchmarks/bench_g2p_throughput.py                       # every variant
     python benchmarks/bench_g2p_throughput.py --variants default,bf16 --rounds 3
-    python benchmarks/bench_g2p_throughput.py --smoke               # seconds, no XLA
+    python benchmarks/bench_g2p_throughput.py --smoke               # minutes, no XLA
 
 Variants (`--variants`, comma-separated): `default` (GRU, Bahdanau, batch 128, float32),
-`bf16` (`keras.mixed_precision` policy `mixed_bfloat16`: bfloat16 matmuls, float32 weights
+`bf16` (Keras dtype policy `mixed_bfloat16`: bfloat16 matmuls, float32 weights
 and logits), `batch256`, `batch512`, `bf16-batch512`, `lstm`, `luong-nofeed` (Luong's
 general score without input feeding).
 """
@@ -130,8 +130,8 @@ def main(argv=None) -> dict:
                 done += len(y)
             run["cpu"].append(done / (cpu_seconds() - cpu_started))
             run["wall"].append(done / (time.perf_counter() - started))
-        print(f"round {round_ + 1}: " + ", ".join(
-            f"{n} {runs[n]['cpu'][-1]:.0f}" for n in names) + " pairs/CPU-s", flush=True)  # fmt: skip
+        scores = ", ".join(f"{n} {runs[n]['cpu'][-1]:.0f}" for n in names)
+        print(f"round {round_ + 1}: {scores} pairs/CPU-s", flush=True)
     base = statistics.median(runs[names[0]]["cpu"])
     rows = []
     for name in names:
@@ -148,8 +148,10 @@ def main(argv=None) -> dict:
     print(f"| variant | flags | pairs/CPU-s | pairs/s (wall) | CPU share | vs {names[0]} |")
     print("|---|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['variant']} | `{r['settings']}` | {r['pairs_per_cpu_second']:.0f} | "
-              f"{r['pairs_per_second']:.0f} | {r['cpu_share']:.0%} | {r['ratio']:.2f}× |")  # fmt: skip
+        print(
+            f"| {r['variant']} | `{r['settings']}` | {r['pairs_per_cpu_second']:.0f} | "
+            f"{r['pairs_per_second']:.0f} | {r['cpu_share']:.0%} | {r['ratio']:.2f}× |"
+        )
     result = {
         "rows": rows,
         "rounds": args.rounds,
