@@ -28,7 +28,8 @@ its own length and the compiled programs are a handful), label smoothing 0.1 (at
 epochs it lowered the test WER by 0.7 points, BENCHMARKS.md §7), a cosine learning-rate
 decay over the time budget, early stopping on validation loss (the best weights are kept),
 and a time budget (`--time-budget`, minutes for the whole run: training stops at the first
-batch past it, mid-epoch, leaving `--reserve` minutes for evaluation and export). After each
+batch past it, mid-epoch, leaving `--reserve` minutes for evaluation and export; or
+`--cpu-budget`, CPU minutes of this process, for a shared machine). After each
 epoch the validation words are decoded (the test's beam search): `metrics.json` keeps that
 WER / PER curve against the training minutes. Evaluation: beam search on the test words,
 **WER** (% of words whose output is none of their references) and **PER** (edit distance to
@@ -46,7 +47,10 @@ spaces, alternative references by ` | `), `alignments/*.png` (letter → phoneme
 SavedModel `serving/pronounce/1` (signatures `pronounce`: strings → strings, and
 `serving_default`: ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`,
 ids → ids; its size, latency per word and agreement with the Keras model are printed and
-stored).
+stored), and `backup/` (the last epoch's backup, `examples/_resume.py`: `--resume` goes on
+from it after a stop or a kill, with the weights, optimizer state, dropout streams, batch
+order, budget spent, learning-rate schedule and early stopping as they were; a corrupt or
+half-written backup raises `CorruptBackupError`).
 
 Run it::
 
@@ -56,6 +60,8 @@ Run it::
     python examples/pronounce.py --attention luong --time-budget 10
     python examples/pronounce.py --attention luong --alignment local_predictive --window 3
     python examples/pronounce.py --full              # bigger model, more epochs (a GPU)
+    python examples/pronounce.py --cpu-budget --output-dir out   # 60 CPU minutes, any load
+    python examples/pronounce.py --cpu-budget --output-dir out --resume   # after a kill
     python examples/pronounce.py --smoke             # seconds: what the tests run
 
 `main(argv)` runs it and returns the results as a dict.
