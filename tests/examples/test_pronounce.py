@@ -454,6 +454,46 @@ def test_killed_and_resumed_run_reaches_the_same_metrics(tmp_path):
     assert resumed["n_best"] == whole["n_best"]
 
 
+def test_training_control_state_survives_a_backup(tmp_path):
+    """TrainingControl's state goes through `_resume`'s backup and comes back: the budget spent
+    on both clocks (the schedule's progress), early stopping's best loss, counter and best
+    weights, the curve, the moving average; and whether training had stopped."""
+    import _resume  # examples/ is on sys.path: pronounce.py put it there
+    import keras
+
+    def model():
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        m.compile(keras.optimizers.Adam(1e-2), loss="mse")
+        return m
+
+    x = np.random.default_rng(0).normal(size=(40, 3)).astype("float32")
+    data = (x, x[:, :1] * 2)
+    first = example.TrainingControl(1e-2, 2, 1e9, patience=1, verbose=False, ema=0.9,
+                                    validation=data)  # fmt: skip
+    backup = _resume.ResumableTraining(tmp_path, settings={"a": 1})
+    backup.set_callbacks([first])
+    trained = model()
+    trained.fit(*data, batch_size=5, epochs=2, validation_data=data, verbose=0,
+                callbacks=[first, backup])  # fmt: skip
+    state, arrays = first.get_resume_state()
+    assert not state["stopped"] and len(first.curve) == 2 and first.ema_updates == 3
+    second = example.TrainingControl(1e-2, 2, 1.0, patience=1, verbose=False, ema=0.9,
+                                     validation=data)  # fmt: skip
+    assert _resume.ResumableTraining(tmp_path, settings={"a": 1}).restore(model(), [second]) == 2
+    assert second.curve == first.curve and second.best == first.best
+    assert (second.wait, second.steps_done, second.seconds) == (first.wait, 16, 1e9)
+    saved = json.loads((tmp_path / _resume.MANIFEST).read_text())["callbacks"][0]["custom"]
+    assert second.spent_before == saved["spent"] and 0 < saved["spent"]["cpu"]
+    for a, b in zip(second.best_weights, first.best_weights):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(second.averages, first.averages):
+        np.testing.assert_array_equal(a, b)
+    assert second.ema_updates == first.ema_updates and not second.resumed_stopped
+    second.set_resume_state({**state, "stopped": True}, arrays)
+    assert second.resumed_stopped  # main() then trains no further epoch
+
+
 def test_resume_refuses_a_corrupt_backup_and_other_settings(tmp_path):
     """A backup whose weights file was changed is refused with CorruptBackupError naming the
     file, before any training; so is a backup made with other settings."""
