@@ -360,8 +360,11 @@ def ours(name: str, directory: Path, reference_wer: float | None) -> dict:
     if reference_wer is not None and curve:
         reached = [p for p in curve if p.get("wer", 100.0) <= reference_wer]
         row["minutes_to_reference_wer"] = reached[0]["minutes"] if reached else None
+        # CPU minutes too (runs since --cpu-budget): on a shared machine, the comparable clock
+        row["cpu_minutes_to_reference_wer"] = reached[0].get("cpu_minutes") if reached else None
         row["curve"] = [
-            {k: p[k] for k in ("epochs", "minutes", "wer", "per") if k in p} for p in curve
+            {k: p[k] for k in ("epochs", "minutes", "cpu_minutes", "wer", "per") if k in p}
+            for p in curve
         ]
     return row
 
@@ -547,7 +550,9 @@ def main(argv: list[str] | None = None) -> dict:
     for row in rows:
         if "minutes_to_reference_wer" in row:
             minutes = row["minutes_to_reference_wer"]
+            cpu = row.get("cpu_minutes_to_reference_wer")
             after = f"{minutes:.1f} training minutes" if minutes is not None else "— never"
+            after += f" ({cpu:.1f} CPU minutes)" if minutes is not None and cpu else ""
             print(f"{row['system']}: validation WER at or below Phonetisaurus' test WER "
                   f"({reference:.2f}%) after {after}")  # fmt: skip
         if "orders" in row.get("training", {}):

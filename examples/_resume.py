@@ -3,8 +3,11 @@
 `ResumableTraining` is a Keras callback. At the end of every epoch it writes a backup into
 `directory`: the model's weights with the optimizer's state (`model.save_weights`), the seed
 generators' states (dropout's random streams, which `save_weights` leaves out), the state
-of the callbacks that carry some (`EarlyStopping`: its counters and best weights), the history
-so far, and a manifest naming each file with its SHA-256 and a fingerprint of the run's
+of the callbacks that carry some (`EarlyStopping`: its counters and best weights; a callback
+of its own kind through two methods, `get_resume_state() -> (JSON-able dict, list of arrays or
+None)` and `set_resume_state(dict, arrays)`, as `examples/pronounce.py`'s `TrainingControl`:
+its budget's progress, early-stopping state, best weights and curve), the history so far, and
+a manifest naming each file with its SHA-256 and a fingerprint of the run's
 settings. The manifest is written last and put in place with an atomic rename, so a run killed
 at any moment (SIGKILL, SIGTERM, a closed laptop) leaves the previous complete backup. `restore`
 loads it before `fit` and returns the epoch to start from; `epoch_stream` feeds `fit` a
@@ -136,9 +139,15 @@ class ResumableTraining(keras.callbacks.Callback):
         for index, callback in enumerate(callbacks):
             state = dict(manifest["callbacks"][index])
             key = f"best_weights_{index}"
+            arrays = None
             if key in extra:
                 with np.load(extra[key]) as data:
-                    state["best_weights"] = [data[f"w{i}"] for i in range(len(data.files))]
+                    arrays = [data[f"w{i}"] for i in range(len(data.files))]
+            if hasattr(callback, "set_resume_state"):  # a callback that keeps its own state
+                callback.set_resume_state(state.get("custom", {}), arrays)
+                continue
+            if arrays is not None:
+                state["best_weights"] = arrays
             callback._resumed_state = state  # put back in `on_train_begin`, after its reset
         self._callbacks = list(callbacks)
         self.history = manifest["history"]
@@ -193,7 +202,15 @@ class ResumableTraining(keras.callbacks.Callback):
         states = []
         for index, callback in enumerate(self._callbacks):
             state = {}
-            if isinstance(callback, keras.callbacks.EarlyStopping):
+            if hasattr(callback, "get_resume_state"):  # (JSON state, arrays or None)
+                custom, arrays = callback.get_resume_state()
+                state = {"custom": custom}
+                if arrays is not None:
+                    path = self.directory / f"epoch-{epoch + 1:04d}.best_{index}.npz"
+                    with open(path, "wb") as f:
+                        np.savez(f, **{f"w{i}": w for i, w in enumerate(arrays)})
+                    files[f"best_weights_{index}"] = path
+            elif isinstance(callback, keras.callbacks.EarlyStopping):
                 best = callback.best
                 state = {
                     "wait": int(callback.wait),

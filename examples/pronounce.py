@@ -28,7 +28,8 @@ its own length and the compiled programs are a handful), label smoothing 0.1 (at
 epochs it lowered the test WER by 0.7 points, BENCHMARKS.md §7), a cosine learning-rate
 decay over the time budget, early stopping on validation loss (the best weights are kept),
 and a time budget (`--time-budget`, minutes for the whole run: training stops at the first
-batch past it, mid-epoch, leaving `--reserve` minutes for evaluation and export). After each
+batch past it, mid-epoch, leaving `--reserve` minutes for evaluation and export; or
+`--cpu-budget`, CPU minutes of this process, for a shared machine). After each
 epoch the validation words are decoded (the test's beam search): `metrics.json` keeps that
 WER / PER curve against the training minutes. Evaluation: beam search on the test words,
 **WER** (% of words whose output is none of their references) and **PER** (edit distance to
@@ -46,7 +47,10 @@ spaces, alternative references by ` | `), `alignments/*.png` (letter → phoneme
 SavedModel `serving/pronounce/1` (signatures `pronounce`: strings → strings, and
 `serving_default`: ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`,
 ids → ids; its size, latency per word and agreement with the Keras model are printed and
-stored).
+stored), and `backup/` (the last epoch's backup, `examples/_resume.py`: `--resume` goes on
+from it after a stop or a kill, with the weights, optimizer state, dropout streams, batch
+order, budget spent, learning-rate schedule and early stopping as they were; a corrupt or
+half-written backup raises `CorruptBackupError`).
 
 Run it::
 
@@ -56,6 +60,8 @@ Run it::
     python examples/pronounce.py --attention luong --time-budget 10
     python examples/pronounce.py --attention luong --alignment local_predictive --window 3
     python examples/pronounce.py --full              # bigger model, more epochs (a GPU)
+    python examples/pronounce.py --cpu-budget --output-dir out   # 60 CPU minutes, any load
+    python examples/pronounce.py --cpu-budget --output-dir out --resume   # after a kill
     python examples/pronounce.py --smoke             # seconds: what the tests run
 
 `main(argv)` runs it and returns the results as a dict.
@@ -69,6 +75,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -81,6 +88,9 @@ import numpy as np  # noqa: E402
 
 from keras_attention.metrics import sequence_error_rates  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LETTERS = "'abcdefghijklmnopqrstuvwxyz"
 WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")
@@ -239,6 +249,17 @@ class BucketedBatches:
         return dataset.apply(tf.data.experimental.assert_cardinality(len(self))).prefetch(2)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of its finished children, user and
+    system: the clock of `--cpu-budget`."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+CLOCKS = {"wall", "cpu"}
+EMA_EVERY = 5  # steps between updates of the weights' moving average
+
+
 class TrainingControl(keras.callbacks.Callback):
     """Cosine learning-rate decay over the budget, a time limit, and early stopping.
 
@@ -248,24 +269,57 @@ class TrainingControl(keras.callbacks.Callback):
     and the rate has then decayed to its floor) or when the validation loss has not improved
     for `patience` epochs; the weights of the best validation loss are restored at the end.
     `monitor` (optional, called after each epoch's validation) returns a dict of scores (the
-    validation WER curve) recorded in `curve` with the training minutes so far."""
+    validation WER curve) recorded in `curve` with the training minutes so far (wall and CPU).
+    `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
+    time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given).
 
-    def __init__(self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None):
+    `ema` (a momentum per step, 0: off) keeps an exponential moving average of the trainable
+    weights, updated every `EMA_EVERY` steps with `ema ** EMA_EVERY` (and, early on, the
+    smaller `(1 + n) / (10 + n)` after `n` updates, so the average does not start from the
+    random initial weights); each epoch's validation loss and `monitor` then score the
+    averaged weights (`model.evaluate` on `validation`: a dataset or an `(x, y)` tuple), and
+    those are the best weights kept. The raw weights' validation loss is `val_loss_raw`."""
+
+    def __init__(
+        self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None,
+        clock="wall", ema=0.0, validation=None,
+    ):  # fmt: skip
         super().__init__()
+        if not 0 <= ema < 1 or (ema and validation is None):
+            raise ValueError(
+                "`ema` must be in [0, 1), and needs `validation` data. "
+                f"Received: ema={ema}, validation={validation!r}"
+            )
+        self.ema, self.validation, self.averages, self.ema_updates = ema, validation, None, 0
+        if clock not in CLOCKS:
+            raise ValueError(f"`clock` must be one of {sorted(CLOCKS)}. Received: clock={clock!r}")
         self.peak, self.epochs, self.seconds = peak, epochs, seconds
         self.patience, self.floor, self.verbose = patience, floor, verbose
-        self.monitor = monitor
+        self.monitor, self.clock = monitor, clock
         self.best, self.best_weights, self.wait, self.stopped_by = math.inf, None, 0, "epochs"
         self.epoch_seconds: list[float] = []
         self.curve: list[dict] = []
         self.steps_done = 0
         self.monitor_seconds = 0.0
+        self.spent_before = {"wall": 0.0, "cpu": 0.0}  # a resumed run's earlier training
+        self.resumed_stopped = False  # the backup was made as training stopped
 
     def on_train_begin(self, logs=None):
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() - self.spent_before["wall"]
+        self.cpu_started = cpu_seconds() - self.spent_before["cpu"]
+
+    @property
+    def _budget_name(self) -> str:
+        return "CPU budget" if self.clock == "cpu" else "time budget"
+
+    def spent(self, clock: str | None = None) -> float:
+        """Training seconds so far on `clock` (`"wall"` or `"cpu"`; default: the budget's)."""
+        if (clock or self.clock) == "cpu":
+            return cpu_seconds() - self.cpu_started
+        return time.perf_counter() - self.started
 
     def _progress(self, epoch_fraction):
-        elapsed = (time.perf_counter() - self.started) / self.seconds
+        elapsed = self.spent() / self.seconds
         return min(1.0, max(epoch_fraction / self.epochs, elapsed))
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -282,12 +336,35 @@ class TrainingControl(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         self.epoch_steps += 1
         self.steps_done += 1
-        if time.perf_counter() - self.started > self.seconds:
-            self.model.stop_training, self.stopped_by = True, "time budget"
+        if self.ema and self.steps_done % EMA_EVERY == 0:
+            self._update_average()
+        if self.spent() > self.seconds:
+            self.model.stop_training, self.stopped_by = True, self._budget_name
+
+    def _update_average(self) -> None:
+        weights = [
+            keras.ops.convert_to_numpy(v).astype("float64") for v in self.model.trainable_variables
+        ]
+        if self.averages is None:
+            self.averages = weights
+        else:
+            n = self.ema_updates
+            decay = min(self.ema**EMA_EVERY, (1 + n) / (10 + n))
+            for average, w in zip(self.averages, weights):
+                average *= decay
+                average += (1 - decay) * w
+        self.ema_updates += 1
 
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_seconds.append(time.perf_counter() - self.epoch_started)
-        loss = (logs or {}).get("val_loss", math.inf)
+        loss = raw_loss = (logs or {}).get("val_loss", math.inf)
+        raw = None
+        if self.ema and self.averages is not None:  # score the averaged weights
+            raw = [keras.ops.convert_to_numpy(v) for v in self.model.trainable_variables]
+            for variable, average in zip(self.model.trainable_variables, self.averages):
+                variable.assign(average.astype(variable.dtype))
+            data = self.validation if isinstance(self.validation, tuple) else (self.validation,)
+            loss = self.model.evaluate(*data, verbose=0, return_dict=True)["loss"]
         if loss < self.best:
             self.best, self.wait = loss, 0
             self.best_weights = self.model.get_weights()
@@ -297,31 +374,73 @@ class TrainingControl(keras.callbacks.Callback):
         point = {
             "epoch": epoch + 1,
             "epochs": epoch + self.epoch_steps / steps,
-            "minutes": (time.perf_counter() - self.started) / 60,
+            "minutes": self.spent("wall") / 60,
+            "cpu_minutes": self.spent("cpu") / 60,
             "val_loss": loss,
         }
+        if self.ema:
+            point["val_loss_raw"] = raw_loss
         if self.monitor is not None:
             started = time.perf_counter()
             point.update(self.monitor())
             self.monitor_seconds += time.perf_counter() - started
+        if raw is not None:  # training goes on from the raw weights
+            for variable, value in zip(self.model.trainable_variables, raw):
+                variable.assign(value)
         self.curve.append(point)
-        elapsed = time.perf_counter() - self.started
+        elapsed = self.spent()
         if self.wait >= self.patience:
             self.model.stop_training, self.stopped_by = True, "early stopping"
         elif elapsed > self.seconds:
-            self.model.stop_training, self.stopped_by = True, "time budget"
+            self.model.stop_training, self.stopped_by = True, self._budget_name
         if self.verbose:
             rate = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
             scores = "".join(
                 f", valid {k} {v:.2f}%" for k, v in point.items() if k in ("wer", "per")
             )
             print(f"  epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
-                  f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} min of "
+                  f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} {self.clock} min of "
                   f"{self.seconds / 60:.1f}", flush=True)  # fmt: skip
 
     def on_train_end(self, logs=None):
         if self.best_weights is not None:
             self.model.set_weights(self.best_weights)
+
+    # `examples/_resume.py` keeps this state in every epoch's backup (`--resume`).
+    def get_resume_state(self) -> tuple[dict, list | None]:
+        """The state at this epoch's end: the budget spent (both clocks), early stopping's
+        best loss and counter, whether training stops here, the curve; and the best weights."""
+        state = {
+            "best": None if math.isinf(self.best) else float(self.best),  # JSON has no inf
+            "wait": self.wait,
+            "stopped_by": self.stopped_by,
+            "stopped": bool(self.model.stop_training),
+            "spent": {"wall": self.spent("wall"), "cpu": self.spent("cpu")},
+            "epoch_seconds": self.epoch_seconds,
+            "curve": self.curve,
+            "steps_done": self.steps_done,
+            "monitor_seconds": self.monitor_seconds,
+            "seconds": self.seconds,  # the budget (the first process's set-up left out)
+            "ema_updates": self.ema_updates,
+            "best_weights": 0 if self.best_weights is None else len(self.best_weights),
+        }
+        arrays = [*(self.best_weights or []), *(self.averages or [])]
+        return state, arrays or None
+
+    def set_resume_state(self, state: dict, arrays: list | None) -> None:
+        """Put back `get_resume_state`'s state (before `fit`): the budget goes on from what
+        was spent, so the learning-rate schedule and the limit stay where they were."""
+        self.best = math.inf if state["best"] is None else float(state["best"])
+        self.wait, self.stopped_by = int(state["wait"]), state["stopped_by"]
+        self.resumed_stopped = bool(state["stopped"])
+        self.spent_before = {k: float(v) for k, v in state["spent"].items()}
+        self.epoch_seconds, self.curve = list(state["epoch_seconds"]), list(state["curve"])
+        self.steps_done = int(state["steps_done"])
+        self.monitor_seconds = float(state["monitor_seconds"])
+        self.seconds, self.ema_updates = float(state["seconds"]), int(state["ema_updates"])
+        arrays, kept = list(arrays or []), int(state["best_weights"])
+        self.best_weights = arrays[:kept] or None
+        self.averages = [a.astype("float64") for a in arrays[kept:]] or None
 
 
 class SmoothedSparseCrossentropy(keras.losses.Loss):
@@ -351,6 +470,46 @@ class SmoothedSparseCrossentropy(keras.losses.Loss):
 
     def get_config(self):
         return {**super().get_config(), "classes": self.classes, "smoothing": self.smoothing}
+
+
+def build_model(args: argparse.Namespace, vocabulary: PhoneVocabulary) -> Seq2Seq:
+    """The compiled `Seq2Seq` of the settings `args` (`_parse`'s) for `vocabulary`. Under
+    `--precision mixed_bfloat16` its layers compute in bfloat16 with float32 weights, and the
+    decoder's projection (the logits, the loss, the searches' scores) in float32."""
+    from keras_attention.text import CharTokenizer
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(args.precision)  # read by the layers as they are made
+    try:
+        model = Seq2Seq(
+            target_vocabulary_size=len(vocabulary),
+            embedding_dim=args.embedding_dim,
+            units=args.units,
+            encoder_units=args.encoder_units or max(1, args.units // 2),
+            rnn=args.rnn,
+            encoder_layers=args.encoder_layers,
+            attention=args.attention,
+            score_mode=args.score,
+            alignment=args.alignment,
+            window_radius=args.window,
+            input_feeding=not args.no_input_feeding,
+            dropout=args.dropout,
+            source_tokenizer=CharTokenizer(vocabulary=list(LETTERS), lowercase=True),
+        )
+        loss = (
+            SmoothedSparseCrossentropy(len(vocabulary), args.label_smoothing)
+            if args.label_smoothing
+            else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
+        model.compile(
+            keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
+            loss=loss,
+            metrics=["accuracy"],
+            jit_compile=not args.no_xla,
+        )
+    finally:
+        keras.config.set_dtype_policy(previous)
+    return model
 
 
 # ---------------------------------------------------------------- evaluation
@@ -544,12 +703,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedding-dim", type=_positive_int, default=64)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--batch-size", type=_positive_int, default=128)
+    parser.add_argument(
+        "--precision", choices=("float32", "mixed_bfloat16"), default="float32",
+        help="Keras dtype policy of the model (the logits stay float32).",
+    )  # fmt: skip
     parser.add_argument("--learning-rate", type=_positive_float, default=3e-3, help="Peak.")
     parser.add_argument(
         "--label-smoothing", type=_smoothing, default=0.1,
         help="Label smoothing of the training targets (0: plain cross-entropy).",
     )  # fmt: skip
-    parser.add_argument("--epochs", type=_positive_int, default=15, help="At most.")
+    parser.add_argument(
+        "--epochs",
+        type=_positive_int,
+        help="At most (default 15; --long 80, --full 40, --smoke 1).",
+    )
     parser.add_argument(
         "--time-budget", type=_positive_float, default=28.5,
         help="Minutes for the whole run; training stops in time for evaluation and export.",
@@ -557,6 +724,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--reserve", type=_positive_float, default=2.5,
         help="Minutes of the budget kept for evaluation and export.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cpu-budget", type=_positive_float, nargs="?", const=60.0, metavar="CPU_MINUTES",
+        help="Budget the run by this process's CPU time instead of wall time (alone: 60, what "
+        "a quiet 2-core machine gives in 30 minutes); --time-budget is then not applied.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cpu-reserve", type=_positive_float, default=5.0,
+        help="CPU minutes of --cpu-budget kept for evaluation and export.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ema", type=_smoothing, default=0.0, metavar="MOMENTUM",
+        help="Validate and keep an exponential moving average of the weights (e.g. 0.999).",
     )  # fmt: skip
     parser.add_argument("--patience", type=_positive_int, default=3)
     parser.add_argument("--beam-width", type=_positive_int, default=4)
@@ -570,34 +750,44 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
     parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
     parser.add_argument("--smoke", action="store_true", help="Tiny sizes, seconds (tests).")
+    resume_arguments(parser)
     args = parser.parse_args(argv)
     if args.attention == "bahdanau" and (args.alignment != "global" or args.score != "general"):
         parser.error(
             "--alignment and --score choose Luong's attention: add --attention luong. "
             f"Received: --alignment {args.alignment} --score {args.score}"
         )
+    if args.resume and not args.output_dir:
+        parser.error("--resume continues the run in --output-dir: give it.")
     if args.long and args.full:
         parser.error("--long and --full are two settings: choose one.")
     if args.long:  # 3 hours on 2 CPU cores: a 2-layer encoder, more epochs, more dropout
-        args.encoder_layers, args.epochs, args.time_budget = 2, 80, 178.0
+        args.encoder_layers, args.epochs, args.time_budget = 2, args.epochs or 80, 178.0
         args.dropout, args.patience, args.reserve = 0.2, 6, 4.0
     if args.full:
-        args.units, args.encoder_layers, args.epochs = 512, 2, 40
+        args.units, args.encoder_layers, args.epochs = 512, 2, args.epochs or 40
         args.time_budget, args.dropout, args.beam_width = 180.0, 0.3, 5
     if args.smoke:
-        args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, 1, 64
+        args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, args.epochs or 1, 64
         args.train_words, args.test_words = args.train_words or 400, args.test_words or 40
         args.beam_width, args.time_budget, args.reserve = 2, 5.0, 1.0
+        args.cpu_reserve = min(args.cpu_reserve, 1.0)
         args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
+    args.epochs = args.epochs or 15
     return args
+
+
+def _resume_settings(args: argparse.Namespace) -> dict:
+    """The settings a backup must have been made with (the words to pronounce at the end,
+    the output folder and the exports may differ)."""
+    ignored = ("resume", "word", "output_dir", "no_litert")
+    return {k: v for k, v in vars(args).items() if k not in ignored}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Load, split, train, evaluate, draw, export; returns what it measured and wrote."""
-    from keras_attention.text import CharTokenizer
-
     args = _parse(argv)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     keras.utils.set_random_seed(args.seed)
     output = Path(args.output_dir or tempfile.mkdtemp(prefix="pronounce_"))
     output.mkdir(parents=True, exist_ok=True)
@@ -623,35 +813,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({len(pairs)} pairs), {len(splits['valid'])} valid, {len(test_words)} test words"
     )
 
-    model = Seq2Seq(
-        target_vocabulary_size=len(vocabulary),
-        embedding_dim=args.embedding_dim,
-        units=args.units,
-        encoder_units=args.encoder_units or max(1, args.units // 2),
-        rnn=args.rnn,
-        encoder_layers=args.encoder_layers,
-        attention=args.attention,
-        score_mode=args.score,
-        alignment=args.alignment,
-        window_radius=args.window,
-        input_feeding=not args.no_input_feeding,
-        dropout=args.dropout,
-        source_tokenizer=CharTokenizer(vocabulary=list(LETTERS), lowercase=True),
-    )
-    loss = (
-        SmoothedSparseCrossentropy(len(vocabulary), args.label_smoothing)
-        if args.label_smoothing
-        else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    )
-    model.compile(
-        keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
-        loss=loss,
-        metrics=["accuracy"],
-        jit_compile=not args.no_xla,
-    )
+    model = build_model(args, vocabulary)
     train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
     valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
-    budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
+    valid_data = valid.dataset()
+    if args.cpu_budget:  # the CPU a quiet machine would give, whatever the load
+        clock = "cpu"
+        budget = (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
+    else:
+        clock = "wall"
+        budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
     # One translator for the validation curve (each epoch) and the test: compiled once.
     translator = Translator(
         model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
@@ -664,19 +835,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     control = TrainingControl(
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
-        verbose=not args.smoke, monitor=monitor,
+        verbose=not args.smoke, monitor=monitor, clock=clock, ema=args.ema, validation=valid_data,
     )  # fmt: skip
-    train_started, train_cpu_started = time.perf_counter(), time.process_time()
-    history = model.fit(
-        train.dataset(),
-        validation_data=valid.dataset(),
-        epochs=args.epochs,
-        callbacks=[control],
+    # Backups at every epoch's end in OUTPUT/backup (examples/_resume.py): `--resume` goes on
+    # from the last one, with the weights, optimizer, dropout streams, batch order, budget
+    # spent, learning-rate schedule and early stopping where the stopped run had them.
+    resume = ResumableTraining(output / "backup", settings=_resume_settings(args))
+    resume.set_callbacks([control])
+    initial_epoch, epochs = 0, args.epochs
+    if args.resume:
+        model.build_from_config(None)
+        initial_epoch = resume.restore(model, [control])
+        if control.resumed_stopped:  # stopped by its budget or early stopping: train no more
+            epochs = initial_epoch
+        print(f"resumed from {output / 'backup'} after epoch {initial_epoch}")
+    # One stream of passes over the pairs, each in a new order, from the epoch to start from.
+    train_data, steps = resume.epoch_stream(train.dataset(), initial_epoch)
+    train_started, train_cpu_started = time.perf_counter(), cpu_seconds()
+    model.fit(
+        train_data,
+        steps_per_epoch=steps,
+        validation_data=valid_data,
+        epochs=epochs,
+        initial_epoch=initial_epoch,
+        callbacks=[control, resume],  # (resume after control: it backs up control's state)
         verbose=0 if args.smoke else 2,
     )
-    train_seconds = time.perf_counter() - train_started
-    train_cpu_seconds = time.process_time() - train_cpu_started  # every thread of the process
-    epochs_run = len(history.history["loss"])
+    train_seconds = time.perf_counter() - train_started + control.spent_before["wall"]
+    train_cpu_seconds = cpu_seconds() - train_cpu_started + control.spent_before["cpu"]
+    epochs_run = len(resume.history.get("loss", []))
     epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
     print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
           f"(stopped by {control.stopped_by}); best val_loss {control.best:.4f}")  # fmt: skip
@@ -719,6 +906,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     litert = {} if args.no_litert else litert_report(model, translator, test_words, output, args)
 
     wall_seconds = time.perf_counter() - started
+    run_cpu_seconds = cpu_seconds() - cpu_started
     metrics = {
         "test": test_metrics,
         "n_best": n_best,
@@ -730,19 +918,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "curve_seconds": control.monitor_seconds,
             "seconds": train_seconds,
             "cpu_seconds": train_cpu_seconds,
+            "budget_clock": clock,
+            "budget_seconds": control.seconds,
             "stopped_by": control.stopped_by,
+            "resumed_from_epoch": initial_epoch,
             "best_val_loss": control.best,
             "train_words": len(train_words),
             "train_pairs": len(pairs),
         },
         "evaluation_seconds": eval_seconds,
         "wall_seconds": wall_seconds,
+        "cpu_seconds": run_cpu_seconds,  # the LiteRT runner (a child process) included
+        "cpu_share": run_cpu_seconds / wall_seconds,  # 2.0: both cores all the time
         "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
         "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
         "litert": litert,
     }
     (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    print(f"total {wall_seconds / 60:.1f} min; written to {output}")
+    print(f"total {wall_seconds / 60:.1f} min, {run_cpu_seconds / 60:.1f} CPU min "
+          f"({run_cpu_seconds / wall_seconds:.0%} of a core); written to {output}")  # fmt: skip
     return {
         **metrics,
         "splits": split_paths,

@@ -58,6 +58,33 @@ def test_n_best_share():
     assert peers.n_best_share(hypotheses, ["exit"], LEXICON, n=5)["words_all_found"] == 1
 
 
+def test_ours_reads_a_run_and_the_minutes_to_the_reference_wer(tmp_path):
+    """`--ours` reads a pronounce.py metrics.json; the first curve point at or below the
+    reference WER gives the wall and CPU minutes to it (none reached: None)."""
+    curve = [
+        {"epoch": 1, "epochs": 1.0, "minutes": 3.0, "cpu_minutes": 5.5, "wer": 40.0, "per": 9.0},
+        {"epoch": 2, "epochs": 2.0, "minutes": 6.0, "cpu_minutes": 11.0, "wer": 26.0, "per": 6.0},
+        {"epoch": 3, "epochs": 3.0, "minutes": 9.0, "cpu_minutes": 16.5, "wer": 25.0, "per": 5.9},
+    ]
+    metrics = {
+        "test": {"wer": 25.5, "per": 6.1, "words": 100},
+        "training": {"epochs": 3, "epochs_done": 3.0, "seconds": 540.0, "cpu_seconds": 990.0,
+                     "curve": curve},
+        "evaluation_seconds": 1.0,
+        "config": {"attention": "bahdanau", "beam_width": 4},
+    }  # fmt: skip
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    row = peers.ours("run", tmp_path, 26.06)
+    assert row["minutes_to_reference_wer"] == 6.0 and row["cpu_minutes_to_reference_wer"] == 11.0
+    assert row["training"]["cpu_seconds"] == 990.0 and row["decoding"]["ms_per_word"] == 10.0
+    never = peers.ours("run", tmp_path, 20.0)
+    assert never["minutes_to_reference_wer"] is None
+    assert never["cpu_minutes_to_reference_wer"] is None
+    assert "| keras_attention run (bahdanau, 3.0 epochs) | 25.50 | 6.10 | 9.0 (16.5, ?) |" in (
+        peers.table([row])
+    )
+
+
 def test_sequitur_patch_frees_returned_objects_with_their_destructor(tmp_path):
     """The patch on a stand-in for sequitur-g2p 1.0.1668.30's sequitur.py (its five
     `thisown` lines, `num.sometrue`, which NumPy 2 removed): the objects are freed by their

@@ -4,6 +4,7 @@ end, and (marker `figures`) the default run whose numbers BENCHMARKS.md records.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +115,25 @@ def test_smoke_run_trains_scores_draws_and_exports(tmp_path):
     empty = loaded.signatures["pronounce"](words=tf.constant([], tf.string))
     assert empty["pronunciations"].shape == (0,)
     assert Path(results["keras_model"]).exists()
+    training = metrics["training"]
+    assert training["budget_clock"] == "wall" and training["stopped_by"] == "epochs"
+    assert 0 < training["cpu_seconds"] <= metrics["cpu_seconds"]
+    assert 0 < training["seconds"] <= metrics["wall_seconds"]
+    assert metrics["cpu_share"] == pytest.approx(metrics["cpu_seconds"] / metrics["wall_seconds"])
+
+
+def test_smoke_run_under_a_cpu_budget_stops_by_it(tmp_path):
+    """`--cpu-budget` budgets training by CPU seconds: 1.05 CPU minutes less the 1-minute
+    reserve leaves 3 s minus the set-up's CPU time, which a smoke epoch outlasts."""
+    results = example.main(
+        ["--smoke", "--no-litert", "--epochs", "50", "--cpu-budget", "1.05",
+         "--output-dir", str(tmp_path)]
+    )  # fmt: skip
+    training = results["training"]
+    assert training["budget_clock"] == "cpu" and training["stopped_by"] == "CPU budget"
+    assert training["budget_seconds"] <= 3.0 and training["epochs"] < 50
+    assert training["curve"][-1]["cpu_minutes"] * 60 >= training["budget_seconds"]
+    assert example._parse(["--cpu-budget"]).cpu_budget == 60.0  # 2 cores × 30 minutes
 
 
 @pytest.mark.slow
@@ -130,6 +150,7 @@ def test_settings():
     full = example._parse(["--full"])
     assert (full.units, full.encoder_layers, full.epochs, full.beam_width) == (512, 2, 40, 5)
     default = example._parse([])
+    assert default.epochs == 15 and example._parse(["--smoke", "--epochs", "3"]).epochs == 3
     assert (default.rnn, default.units, default.beam_width, default.time_budget) == (
         "gru",
         256,
@@ -227,6 +248,98 @@ def test_training_control_stops_mid_epoch_at_the_time_limit():
     assert point["wer"] == 1 and np.isfinite(point["val_loss"])
 
 
+def test_cpu_seconds_counts_this_process_and_its_children():
+    import subprocess
+    import sys
+
+    before = example.cpu_seconds()
+    start = time.process_time()
+    while time.process_time() - start < 0.2:  # busy in this process
+        pass
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.3: pass"], check=True)  # fmt: skip
+    spent = example.cpu_seconds() - before
+    assert spent >= 0.2 + 0.3 - 0.02  # the child's 0.3 s counted once it has ended
+
+
+def test_training_control_stops_at_the_cpu_budget_not_the_wall_clock():
+    """With `clock="cpu"` the budget counts CPU seconds: a sleep (wall time, no CPU) does not
+    use it up, a busy loop does; the curve records both clocks."""
+    import keras
+
+    class Sleep(keras.callbacks.Callback):  # 0.4 s of wall time a batch, ~no CPU
+        def on_train_batch_end(self, batch, logs=None):
+            time.sleep(0.4)
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(1e-3), loss="mse")
+    x = np.zeros((80, 3), "float32")
+    model.fit(x, x[:, :1], batch_size=10, epochs=1, verbose=0)  # compiled before the timing
+
+    def run(clock, seconds):
+        control = example.TrainingControl(1e-3, 1, seconds, verbose=False, clock=clock)
+        model.fit(x, x[:, :1], batch_size=10, epochs=1, callbacks=[Sleep(), control], verbose=0)
+        return control
+
+    wall = run("wall", 1.0)  # 0.4 s a batch: stopped after at most 3 of 8 batches
+    assert wall.stopped_by == "time budget" and wall.steps_done <= 3
+    cpu = run("cpu", 1.0)  # 8 compiled steps of a tiny model use far less than 1 CPU s
+    assert cpu.stopped_by == "epochs" and cpu.steps_done == 8
+    (point,) = cpu.curve
+    assert point["minutes"] * 60 >= 3.2 > 1.0 > point["cpu_minutes"] * 60 >= 0
+    with pytest.raises(ValueError, match="Received: clock='gpu'"):
+        example.TrainingControl(1e-3, 1, 1.0, clock="gpu")
+
+
+def test_training_control_averages_the_weights_as_numpy_float64():
+    """`ema`: the moving average of the trainable weights after every EMA_EVERY steps, with
+    the warm-up decay (1 + n) / (10 + n), against a float64 NumPy transcription; validation
+    scores the average, training goes on from the raw weights, the average is kept as best."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.SGD(0.1), loss="mse")
+    seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append([keras.ops.convert_to_numpy(v).astype("float64")
+                         for v in self.model.trainable_variables])  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(120, 3)).astype("float32"), rng.normal(size=(120, 2)).astype("float32")
+    momentum = 0.9
+    control = example.TrainingControl(
+        0.1, 1, 1e9, verbose=False, ema=momentum, validation=(x[:20], y[:20])
+    )
+    model.fit(x, y, batch_size=5, epochs=1, callbacks=[Record(), control], verbose=0, shuffle=False)
+    every = example.EMA_EVERY
+    expected = None
+    for n, weights in enumerate(seen[every - 1 :: every]):
+        if expected is None:
+            expected = [w.copy() for w in weights]
+            continue
+        decay = min(momentum**every, (1 + n) / (10 + n))  # n updates made before this one
+        expected = [decay * e + (1 - decay) * w for e, w in zip(expected, weights)]
+    assert control.ema_updates == len(seen) // every == 4
+    for average, value in zip(control.averages, expected):
+        np.testing.assert_allclose(average, value, rtol=1e-12)
+    for variable, raw, average in zip(model.trainable_variables, seen[-1], expected):
+        # the raw weights were put back after validation; on_train_end then put in the best,
+        # the average
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), average, rtol=1e-6)
+        assert not np.allclose(raw, average)
+    (point,) = control.curve
+    kernel, bias = expected
+    np.testing.assert_allclose(
+        point["val_loss"], np.mean((x[:20] @ kernel + bias - y[:20]) ** 2), rtol=1e-5
+    )
+    assert point["val_loss_raw"] != point["val_loss"]
+    with pytest.raises(ValueError, match="Received: ema=0.5, validation=None"):
+        example.TrainingControl(1e-3, 1, 1.0, ema=0.5)
+
+
 def test_bad_flags_exit_with_a_message(capsys):
     with pytest.raises(SystemExit):
         example.main(["--window", "0"])
@@ -264,3 +377,139 @@ def test_default_run_reaches_the_recorded_numbers(tmp_path):
     litert = results["litert"]
     assert litert["agreement_with_keras"]["greedy"] > 0.999
     assert litert["agreement_with_keras"]["beam"] > 0.999
+
+
+# ---------------------------------------------------------------- --resume (issue 31)
+def _run_pronounce(output, *extra, kill_after_epoch=None):
+    """`pronounce.py --smoke` in a process group of its own; with `kill_after_epoch`, SIGKILL
+    it once the backup of that epoch is written (during the next epoch's training). Returns
+    its metrics.json (None when killed)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from _example_loader import EXAMPLES
+
+    code = f"import sys; sys.path.insert(0, {str(EXAMPLES)!r}); import pronounce; " + (
+        "pronounce.main(sys.argv[1:])"
+    )
+    # An epoch-driven schedule: 10^6 minutes of budget make the elapsed-time term of the
+    # learning-rate progress (`TrainingControl._progress`) ~1e-9, which rounds away in
+    # cos(pi * progress); otherwise the rate would depend on the wall clock of each run.
+    args = ["--smoke", "--no-litert", "--epochs", "3", "--patience", "5", "--dropout", "0.3",
+            "--time-budget", "1000000", "--output-dir", str(output), *extra]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    manifest = output / "backup" / "manifest.json"
+    deadline = time.monotonic() + 600
+    try:
+        while process.poll() is None:
+            if time.monotonic() > deadline:
+                pytest.fail("pronounce.py did not finish within 600 s")
+            if kill_after_epoch is not None and manifest.exists():
+                try:
+                    epoch = json.loads(manifest.read_text())["epoch"]
+                except ValueError:
+                    epoch = 0
+                if epoch >= kill_after_epoch:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=60)
+                    return None
+            time.sleep(0.02)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
+    assert process.returncode == 0, process.stderr.read().decode()[-3000:]
+    return json.loads((output / "metrics.json").read_text())
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_run_reaches_the_same_metrics(tmp_path):
+    """SIGKILL during epoch 2 (after epoch 1's backup), then `--resume`: the same validation
+    losses and WER/PER curve, best validation loss and test WER/PER as an uninterrupted run.
+
+    Compared exactly: the resumed run restores the weights, Adam's moments and step, dropout's
+    random streams, the batch order, the budget spent and TrainingControl's early-stopping
+    state, and the smoke run decodes without XLA on the same CPU, so nothing is left to
+    differ (the wall and CPU minutes of the curve do, and are not compared)."""
+    whole = _run_pronounce(tmp_path / "whole")
+    assert _run_pronounce(tmp_path / "cut", kill_after_epoch=1) is None
+    assert not (tmp_path / "cut" / "metrics.json").exists()  # killed mid-training
+    resumed = _run_pronounce(tmp_path / "cut", "--resume")
+    assert resumed["training"]["resumed_from_epoch"] in (1, 2)  # 2: killed while saving 2
+    assert whole["training"]["resumed_from_epoch"] == 0
+    keys = ("epoch", "epochs", "val_loss", "wer", "per")
+    curve = lambda run: [{k: p[k] for k in keys} for p in run["training"]["curve"]]  # noqa: E731
+    assert len(curve(whole)) == 3 and curve(resumed) == curve(whole)
+    assert resumed["training"]["best_val_loss"] == whole["training"]["best_val_loss"]
+    assert resumed["training"]["steps"] == whole["training"]["steps"]
+    assert resumed["test"] == whole["test"]
+    assert resumed["n_best"] == whole["n_best"]
+
+
+def test_training_control_state_survives_a_backup(tmp_path):
+    """TrainingControl's state goes through `_resume`'s backup and comes back: the budget spent
+    on both clocks (the schedule's progress), early stopping's best loss, counter and best
+    weights, the curve, the moving average; and whether training had stopped."""
+    import _resume  # examples/ is on sys.path: pronounce.py put it there
+    import keras
+
+    def model():
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        m.compile(keras.optimizers.Adam(1e-2), loss="mse")
+        return m
+
+    x = np.random.default_rng(0).normal(size=(40, 3)).astype("float32")
+    data = (x, x[:, :1] * 2)
+    first = example.TrainingControl(1e-2, 2, 1e9, patience=1, verbose=False, ema=0.9,
+                                    validation=data)  # fmt: skip
+    backup = _resume.ResumableTraining(tmp_path, settings={"a": 1})
+    backup.set_callbacks([first])
+    trained = model()
+    trained.fit(*data, batch_size=5, epochs=2, validation_data=data, verbose=0,
+                callbacks=[first, backup])  # fmt: skip
+    state, arrays = first.get_resume_state()
+    assert not state["stopped"] and len(first.curve) == 2 and first.ema_updates == 3
+    second = example.TrainingControl(1e-2, 2, 1.0, patience=1, verbose=False, ema=0.9,
+                                     validation=data)  # fmt: skip
+    assert _resume.ResumableTraining(tmp_path, settings={"a": 1}).restore(model(), [second]) == 2
+    assert second.curve == first.curve and second.best == first.best
+    assert (second.wait, second.steps_done, second.seconds) == (first.wait, 16, 1e9)
+    saved = json.loads((tmp_path / _resume.MANIFEST).read_text())["callbacks"][0]["custom"]
+    assert second.spent_before == saved["spent"] and 0 < saved["spent"]["cpu"]
+    for a, b in zip(second.best_weights, first.best_weights):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(second.averages, first.averages):
+        np.testing.assert_array_equal(a, b)
+    assert second.ema_updates == first.ema_updates and not second.resumed_stopped
+    second.set_resume_state({**state, "stopped": True}, arrays)
+    assert second.resumed_stopped  # main() then trains no further epoch
+
+
+def test_resume_refuses_a_corrupt_backup_and_other_settings(tmp_path):
+    """A backup whose weights file was changed is refused with CorruptBackupError naming the
+    file, before any training; so is a backup made with other settings."""
+    import _resume  # examples/ is on sys.path: pronounce.py put it there
+
+    output = tmp_path / "out"
+    example.main(["--smoke", "--no-litert", "--output-dir", str(output)])
+    weights = next((output / "backup").glob("epoch-*.weights.h5"))
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    with pytest.raises(_resume.CorruptBackupError, match=f"{weights.name} is corrupt"):
+        example.main(["--smoke", "--no-litert", "--output-dir", str(output), "--resume"])
+    with pytest.raises(ValueError, match="other settings.*dropout"):
+        example.main(
+            ["--smoke", "--no-litert", "--dropout", "0.2", "--output-dir", str(output), "--resume"]
+        )
+    with pytest.raises(SystemExit):
+        example._parse(["--resume"])  # no --output-dir: nothing to resume from

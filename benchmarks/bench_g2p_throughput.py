@@ -1,0 +1,168 @@
+"""Training throughput of `examples/pronounce.py`'s model and candidate changes, per CPU-second.
+
+The default run is under-trained in its budget (BENCHMARKS.md §7: the validation WER still
+falls at the end), so pairs trained per CPU-second is one of the two levers (the other is what
+an epoch teaches). Each variant is `pronounce.py`'s own model (`build_model`, the same
+settings object with a few fields changed) trained with XLA on `pronounce.py`'s
+length-bucketed batches of the seed-0 training split. Every variant first compiles one
+program per bucket (not timed); then the variants take turns (round 1: A, B, C, ...; round 2:
+A, B, C, ...), each turn training `--pairs` pairs from its own shuffled epoch order, so the
+machine's load falls on all of them alike. Reported per variant: the median over rounds of
+training pairs per CPU-second (this process's CPU time, every thread) and per wall-second,
+and the ratio to the default. Training pairs per second counts source/target pairs, not
+padded tokens: a larger batch pads no more (the batches are bucketed by length).
+
+    python benchmarks/bench_g2p_throughput.py                       # every variant
+    python benchmarks/bench_g2p_throughput.py --variants default,bf16 --rounds 3
+    python benchmarks/bench_g2p_throughput.py --smoke               # minutes, no XLA
+
+Variants (`--variants`, comma-separated): `default` (GRU, Bahdanau, batch 128, float32),
+`bf16` (Keras dtype policy `mixed_bfloat16`: bfloat16 matmuls, float32 weights
+and logits), `batch256`, `batch512`, `bf16-batch512`, `lstm`, `luong-nofeed` (Luong's
+general score without input feeding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+VARIANTS = {
+    "default": [],
+    "bf16": ["--precision", "mixed_bfloat16"],
+    "batch256": ["--batch-size", "256"],
+    "batch512": ["--batch-size", "512"],
+    "bf16-batch512": ["--precision", "mixed_bfloat16", "--batch-size", "512"],
+    "lstm": ["--rnn", "lstm"],
+    "luong-nofeed": ["--attention", "luong", "--no-input-feeding"],
+}
+
+
+def load_pronounce():
+    path = REPO_ROOT / "examples" / "pronounce.py"
+    spec = importlib.util.spec_from_file_location("_pronounce_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--pairs", type=int, default=4096, help="Pairs a variant trains a turn.")
+    parser.add_argument("--json", help="Write the results here.")
+    parser.add_argument("--smoke", action="store_true", help="Tiny model and data, no XLA.")
+    args = parser.parse_args(argv)
+    names = args.variants.split(",")
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+
+    pronounce = load_pronounce()
+    import keras
+
+    lexicon = pronounce.load_lexicon()
+    splits = pronounce.split_words(lexicon, seed=0)
+    words = splits["train"]
+    smoke = ["--smoke"] if args.smoke else []
+    if args.smoke:
+        words, args.pairs, args.rounds = words[:600], 128, min(args.rounds, 2)
+    pairs = [(w, p) for w in words for p in lexicon[w]]
+    vocabulary = pronounce.PhoneVocabulary(
+        p for refs in lexicon.values() for ref in refs for p in ref
+    )
+    runs = {}
+    for name in names:
+        settings = pronounce._parse([*smoke, *VARIANTS[name]])
+        keras.utils.set_random_seed(0)
+        model = pronounce.build_model(settings, vocabulary)
+        batches = pronounce.BucketedBatches(*zip(*pairs), vocabulary, settings.batch_size, seed=0)
+        started, cpu_started = time.perf_counter(), cpu_seconds()
+        for bucket in range(len(batches.buckets)):  # compile every bucket's program
+            source, inputs, labels = batches.buckets[bucket]
+            rows = slice(0, settings.batch_size)
+            model.train_on_batch(
+                {"source_ids": source[rows], "target_ids": inputs[rows]}, labels[rows]
+            )
+        runs[name] = {
+            "model": model,
+            "batches": batches,
+            "iterator": iter(batches),
+            "compile_seconds": time.perf_counter() - started,
+            "compile_cpu_seconds": cpu_seconds() - cpu_started,
+            "cpu": [],
+            "wall": [],
+            "settings": VARIANTS[name],
+            "batch_size": settings.batch_size,
+            "policy": settings.precision,
+        }
+        print(f"{name}: compiled {len(batches.buckets)} bucket programs in "
+              f"{runs[name]['compile_seconds']:.0f} s", flush=True)  # fmt: skip
+    for round_ in range(args.rounds):
+        for name in names:
+            run = runs[name]
+            done = 0
+            started, cpu_started = time.perf_counter(), cpu_seconds()
+            while done < args.pairs:
+                try:
+                    x, y = next(run["iterator"])
+                except StopIteration:
+                    run["iterator"] = iter(run["batches"])
+                    continue
+                run["model"].train_on_batch(x, y)
+                done += len(y)
+            run["cpu"].append(done / (cpu_seconds() - cpu_started))
+            run["wall"].append(done / (time.perf_counter() - started))
+        scores = ", ".join(f"{n} {runs[n]['cpu'][-1]:.0f}" for n in names)
+        print(f"round {round_ + 1}: {scores} pairs/CPU-s", flush=True)
+    base = statistics.median(runs[names[0]]["cpu"])
+    rows = []
+    for name in names:
+        run = runs[name]
+        cpu, wall = statistics.median(run["cpu"]), statistics.median(run["wall"])
+        rows.append({
+            "variant": name, "settings": " ".join(run["settings"]) or "(pronounce.py's)",
+            "pairs_per_cpu_second": cpu, "pairs_per_second": wall,
+            "cpu_share": wall / cpu, "ratio": cpu / base,
+            "compile_seconds": run["compile_seconds"],
+            "rounds_pairs_per_cpu_second": run["cpu"],
+        })  # fmt: skip
+    print()
+    print(f"| variant | flags | pairs/CPU-s | pairs/s (wall) | CPU share | vs {names[0]} |")
+    print("|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['variant']} | `{r['settings']}` | {r['pairs_per_cpu_second']:.0f} | "
+            f"{r['pairs_per_second']:.0f} | {r['cpu_share']:.0%} | {r['ratio']:.2f}× |"
+        )
+    result = {
+        "rows": rows,
+        "rounds": args.rounds,
+        "pairs_per_turn": args.pairs,
+        "load_average_at_end": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
