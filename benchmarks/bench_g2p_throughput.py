@@ -68,7 +68,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--pairs", type=int, default=4096, help="Pairs a variant trains a turn.")
     parser.add_argument("--json", help="Write the results here.")
-    parser.add_argument("--smoke", action="store_true", help="Tiny model and data, no XLA.")
+    parser.add_argument(
+        "--smoke", "--quick", action="store_true", help="Tiny model and data, no XLA."
+    )
     args = parser.parse_args(argv)
     names = args.variants.split(",")
     unknown = [n for n in names if n not in VARIANTS]
