@@ -224,9 +224,9 @@ def greedy_model(layers, sizes: Sizes):
     from keras_attention.decoding import greedy_search, make_step_fn
 
     embedding, cell, projection = layers
-    end_token = 2
+    end_id = 2
     bias = ops.convert_to_numpy(projection.bias).copy()
-    bias[end_token] = -1e4  # never chosen: every row decodes all steps
+    bias[end_id] = -1e4  # never chosen: every row decodes all steps
     projection.bias.assign(bias)
 
     class GreedyDecoder(keras.Model):
@@ -240,7 +240,7 @@ def greedy_model(layers, sizes: Sizes):
             step_fn = make_step_fn(self.cell, self.embedding, self.projection, memory, mask)
             result = greedy_search(
                 step_fn, self.cell.get_initial_state(batch), batch_size=batch,
-                start_token=1, end_token=end_token, max_length=sizes.steps,
+                start_id=1, end_id=end_id, max_length=sizes.steps,
             )  # fmt: skip
             return result["ids"]
 

@@ -240,10 +240,10 @@ def decode_no_attention(model: keras.Model, source_ids: np.ndarray, max_length: 
         step_fn,
         (h, c),
         batch_size=source_ids.shape[0],
-        start_token=START,
-        end_token=END,
+        start_id=START,
+        end_id=END,
         max_length=max_length,
-        vocab_size=vocabulary,
+        vocabulary_size=vocabulary,
     )
     return ops.convert_to_numpy(result["ids"])
 

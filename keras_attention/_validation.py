@@ -24,6 +24,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_attention._deprecation import renamed_arguments
+
 NUMERIC_DTYPES = ("int", "uint", "float", "bfloat")
 
 
@@ -120,14 +122,16 @@ MIN_TOP_P = 1e-6
 MAX_SEED = 2**31 - 1
 
 
-def check_sampling(temperature: Any, top_k: Any, top_p: Any, vocab_size: Any = None) -> tuple:
+@renamed_arguments(vocab_size="vocabulary_size")
+def check_sampling(temperature: Any, top_k: Any, top_p: Any, vocabulary_size: Any = None) -> tuple:
     """`(temperature, top_k, top_p)` validated: a `ValueError` names a bad one.
 
     `temperature` must be in [`MIN_TEMPERATURE`, `MAX_TEMPERATURE`], `top_k` an integer >= 1
-    (and at most `vocab_size` when that is known: a larger cut keeps every token, which is
+    (and at most `vocabulary_size` when that is known: a larger cut keeps every token, which is
     almost surely a mistake), `top_p` in [`MIN_TOP_P`, 1]. The one validator of
     `sample_search`, `generate`, `Translator` and the exports (re-exported as
-    `keras_attention.functional.sampling.check_sampling`)."""
+    `keras_attention.functional.sampling.check_sampling`). `vocabulary_size` was
+    `vocab_size` up to 0.2.0 (still accepted, with a `DeprecationWarning`, until 0.4.0)."""
     if (
         not is_number(temperature)
         or not math.isfinite(float(temperature))
@@ -140,9 +144,10 @@ def check_sampling(temperature: Any, top_k: Any, top_p: Any, vocab_size: Any = N
         )
     if top_k is not None and (not is_integer(top_k) or top_k < 1):
         raise ValueError(f"`top_k` must be None or an integer >= 1. Received: top_k={top_k!r}")
-    if top_k is not None and vocab_size is not None and top_k > vocab_size:
+    if top_k is not None and vocabulary_size is not None and top_k > vocabulary_size:
         raise ValueError(
-            f"`top_k` must be at most the vocabulary size ({vocab_size}). Received: top_k={top_k!r}"
+            f"`top_k` must be at most the vocabulary size ({vocabulary_size}). "
+            f"Received: top_k={top_k!r}"
         )
     if top_p is not None and (not is_number(top_p) or not MIN_TOP_P <= float(top_p) <= 1):
         raise ValueError(

@@ -3,7 +3,7 @@
 Extends tests/decoding/test_decoding.py::test_bad_arguments. `make_step_fn` records the beam
 width, the memory's batch size and the embedding's vocabulary size on the step function, so
 the searches reject a mismatched `beam_width`/`batch_size` or an out-of-vocabulary
-`start_token` before anything runs. Documented results: an empty batch gives empty results,
+`start_id` before anything runs. Documented results: an empty batch gives empty results,
 a memory with no steps gives `[B, max_length, 0]` alignments, and NaN in padded memory
 positions changes nothing.
 """
@@ -35,7 +35,7 @@ def _greedy(parts, memory=None, mask=None, batch=BATCH, **kwargs):
     cell, embedding, dense, default = parts
     memory = default if memory is None else memory
     step_fn = make_step_fn(cell, embedding, dense, memory, mask)
-    options = {"batch_size": batch, "start_token": 1, "end_token": 2, "max_length": 3}
+    options = {"batch_size": batch, "start_id": 1, "end_id": 2, "max_length": 3}
     return greedy_search(step_fn, cell.get_initial_state(batch), **{**options, **kwargs})
 
 
@@ -43,7 +43,7 @@ def _beam(parts, memory=None, mask=None, batch=BATCH, width=2, **kwargs):
     cell, embedding, dense, default = parts
     memory = default if memory is None else memory
     step_fn = make_step_fn(cell, embedding, dense, memory, mask, beam_width=width)
-    options = {"batch_size": batch, "start_token": 1, "end_token": 2, "max_length": 3}
+    options = {"batch_size": batch, "start_id": 1, "end_id": 2, "max_length": 3}
     options["beam_width"] = width
     return beam_search(step_fn, cell.get_initial_state(batch), **{**options, **kwargs})
 
@@ -63,14 +63,14 @@ def _np(result):
         ({"batch_size": -1}, ValueError, "batch_size=-1"),
         ({"batch_size": True}, ValueError, "batch_size=True"),
         ({"batch_size": 3}, ValueError, r"\(2\).*batch_size=3"),
-        ({"start_token": VOCAB}, ValueError, r"\[0, 10\).*start_token=10"),
-        ({"start_token": None}, ValueError, "start_token=None"),
-        ({"start_token": 1.0}, ValueError, r"start_token=1\.0"),
-        ({"end_token": VOCAB + 5}, ValueError, "end_token=15"),
-        ({"pad_token": -1}, ValueError, "pad_token=-1"),
+        ({"start_id": VOCAB}, ValueError, r"\[0, 10\).*start_id=10"),
+        ({"start_id": None}, ValueError, "start_id=None"),
+        ({"start_id": 1.0}, ValueError, r"start_id=1\.0"),
+        ({"end_id": VOCAB + 5}, ValueError, "end_id=15"),
+        ({"pad_id": -1}, ValueError, "pad_id=-1"),
         ({"max_length": None}, ValueError, "max_length=None"),
         ({"max_length": "3"}, ValueError, "max_length='3'"),
-        ({"vocab_size": True}, ValueError, "vocab_size=True"),
+        ({"vocabulary_size": True}, ValueError, "vocabulary_size=True"),
     ],
 )
 def test_bad_search_argument(parts, search, kwargs, error, match):
@@ -81,7 +81,7 @@ def test_bad_search_argument(parts, search, kwargs, error, match):
         extra = {} if search is _greedy else {"beam_width": 2}
         state = cell.get_initial_state(BATCH)
         with pytest.raises(error, match=match):
-            call(None, state, BATCH, start_token=1, end_token=2, max_length=3, **extra)
+            call(None, state, BATCH, start_id=1, end_id=2, max_length=3, **extra)
         return
     with pytest.raises(error, match=match):
         search(parts, **kwargs)

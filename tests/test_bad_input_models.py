@@ -48,7 +48,7 @@ def _np(x):
         (lambda: Seq2Seq(V_SRC, V_TGT, end_id=0), "end_id=0"),
         (lambda: Seq2Seq(V_SRC, V_TGT, start_id=V_TGT), "start_id=11"),
         (lambda: Seq2Seq(V_SRC, V_TGT, start_id=2.0), r"start_id=2\.0"),
-        (lambda: Seq2Seq(V_SRC, V_TGT, attention_dim=True), "attention_dim=True"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, attention_units=True), "attention_units=True"),
         (lambda: Seq2Seq(V_SRC, V_TGT, embedding_dim=None), "embedding_dim=None"),
         (lambda: Seq2Seq(V_SRC, V_TGT, decoder_layers="2"), "num_layers='2'"),
         (lambda: Seq2Seq(V_SRC, 0), "target_vocabulary_size=0"),
@@ -138,7 +138,7 @@ def _decoder_step_fn(model, memory, mask, beam_width):
         (2, {"beam_width": 3}, r"beam_width=2\).*Received: beam_width=3"),
         (2, {"beam_width": 1}, r"beam_width=2\).*Received: beam_width=1"),
         (1, {"batch_size": 3}, r"memory rows .* \(2\)\. Received: batch_size=3"),
-        (1, {"start_token": V_TGT + 4}, r"\[0, 11\).*Received: start_token=15"),
+        (1, {"start_id": V_TGT + 4}, r"\[0, 11\).*Received: start_id=15"),
     ],
 )
 def test_the_generate_step_function_keeps_its_argument_checks(model, make, made_for, search, match):
@@ -149,7 +149,7 @@ def test_the_generate_step_function_keeps_its_argument_checks(model, make, made_
     step_fn = make(model, memory, mask, made_for)
     assert (step_fn.beam_width, step_fn.batch_size) == (made_for, 2)
     assert step_fn.input_vocabulary_size == V_TGT
-    options = {"batch_size": 2, "start_token": 2, "end_token": 3, "max_length": 3, **search}
+    options = {"batch_size": 2, "start_id": 2, "end_id": 3, "max_length": 3, **search}
     width = options.pop("beam_width", made_for)
     with pytest.raises(ValueError, match=match):
         if width == 1:

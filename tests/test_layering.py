@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "keras_attention"
 
 FLOORS = {
     "_validation": 0,
+    "_deprecation": 0,
     "functional": 0,
     "metrics": 0,
     "layers": 1,

@@ -179,7 +179,7 @@ def test_top_k_above_the_vocabulary_is_refused(model):
         model.generate(SOURCE, max_length=3, sample=True, top_k=10)
     Translator(model, sample=True, top_k=9, jit_compile=False)  # the whole vocabulary is fine
     with pytest.raises(ValueError, match="top_k=10"):
-        check_sampling(1.0, 10, None, vocab_size=9)
+        check_sampling(1.0, 10, None, vocabulary_size=9)
 
 
 @pytest.mark.parametrize("seed", [-1, 2**31, 2**40, 1.5, True, "7"])
@@ -205,8 +205,8 @@ def test_the_largest_seed_is_accepted_everywhere(model):
         lambda tokens, state, t: (keras.ops.zeros((2, 5)), state, None),
         (),
         batch_size=2,
-        start_token=1,
-        end_token=2,
+        start_id=1,
+        end_id=2,
         max_length=2,
         seed=np.int64(seed),
     )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from typing import Any
 
 import keras
 from keras import ops
 
+from keras_attention._deprecation import take_renamed
 from keras_attention._validation import check_flag, is_integer
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 from keras_attention.functional.scores import matmul
@@ -47,19 +47,13 @@ def _take_old_units(kwargs: dict, attention_layer_size: Any) -> tuple:
     `DeprecationWarning`) or `attention_layer_size`, and the name the user passed."""
     if "units" not in kwargs:
         return attention_layer_size, "attention_layer_size"
-    units = kwargs.pop("units")
-    if attention_layer_size is not None:
-        raise ValueError(
-            "`units` is the old name of `attention_layer_size`: pass only "
-            f"attention_layer_size. Received: units={units!r}, "
-            f"attention_layer_size={attention_layer_size!r}"
-        )
-    warnings.warn(
-        "LuongAttentionCell(units=...) is deprecated: the size of h̃ is now called "
-        "`attention_layer_size` (tfa's AttentionWrapper name), as in "
-        f"LuongAttentionCell(..., attention_layer_size={units!r}). The `units` keyword will "
-        "be removed in keras_attention 0.4.0 (configs that say `units` keep loading).",
-        DeprecationWarning,
+    units = take_renamed(
+        kwargs,
+        "LuongAttentionCell",
+        "units",
+        "attention_layer_size",
+        attention_layer_size,
+        note="the size of h̃ is now called `attention_layer_size` (tfa's AttentionWrapper name)",
         stacklevel=3,
     )
     return units, "units"

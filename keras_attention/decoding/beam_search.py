@@ -7,6 +7,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._deprecation import SEARCH_RENAMES, renamed_arguments
 from keras_attention._validation import check_finite, check_int
 from keras_attention.decoding.search_config import check_coverage_penalty
 from keras_attention.decoding.step_fn import (
@@ -68,18 +69,19 @@ def gnmt_coverage_penalty(coverage: Any, beta: float) -> Any:
     return float(beta) * ops.sum(ops.log(coverage), axis=-1)
 
 
+@renamed_arguments(**SEARCH_RENAMES)
 def beam_search(
     step_fn: StepFn,
     initial_state: Any,
     batch_size: Any,
-    start_token: int,
-    end_token: int,
+    start_id: int,
+    end_id: int,
     max_length: int,
     beam_width: int = 4,
     length_penalty: float = 0.6,
     coverage_penalty: float = 0.0,
-    vocab_size: int | None = None,
-    pad_token: int = 0,
+    vocabulary_size: int | None = None,
+    pad_id: int = 0,
 ) -> dict:
     """Beam search ranked by the GNMT score `log p(y) / lp(|y|) + cp(y)` (Wu et al., 2016).
 
@@ -91,7 +93,7 @@ def beam_search(
     while the beam is frozen; live beams are ranked by `log p / lp` alone. Each step scores
     the `K * V` extensions of the `K = beam_width` beams of a row and
     keeps the best `K` by normalised score; beams store the raw sum of log-probabilities. A
-    finished beam is frozen: its only extension is `pad_token` at zero cost, so its score and
+    finished beam is frozen: its only extension is `pad_id` at zero cost, so its score and
     length stay fixed while it competes with the live beams. The state is tiled to
     `[B * K, ...]` (row `b * K + k` is beam `k` of row `b`, i.e. `ops.repeat(x, K, axis=0)`) and
     re-gathered by parent beam every step with `keras.tree.map_structure`.
@@ -101,6 +103,10 @@ def beam_search(
     it stops once all beams are finished and compiles under `jit_compile=True`. Logits are cast
     to float32 before the log-softmax and top-k. With `beam_width=1` it equals `greedy_search`.
 
+    The token-id arguments were called `start_token`, `end_token`, `pad_token` and `vocab_size`
+    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0
+    (docs/design.md §9, "Names").
+
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`, here with `N = B * K`; see `make_step_fn` (pass it the same
@@ -109,8 +115,8 @@ def beam_search(
             (do not tile it by hand, as tfa's `tile_batch` did). With a `make_step_fn` step,
             the wrapped cell's states alone (the encoder's `[h, c]`) are completed first.
         batch_size: B, an int or a scalar tensor.
-        start_token: The token fed at step 0.
-        end_token: The token that ends a sequence.
+        start_id: The token id fed at step 0.
+        end_id: The token id that ends a sequence.
         max_length: The most tokens generated per row (the end token included).
         beam_width: K, the number of beams per row. Defaults to `4`.
         length_penalty: The GNMT exponent alpha; `0` ranks by raw log-probability.
@@ -118,13 +124,13 @@ def beam_search(
         coverage_penalty: The GNMT weight beta of the coverage penalty; `0` turns it off (and
             the search is then exactly the one without it). Needs a `step_fn` that returns
             attention weights. Defaults to `0.0`.
-        vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
+        vocabulary_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
-        pad_token: Written after the end token. Defaults to `0`.
+        pad_id: The id written after the end token. Defaults to `0`.
 
     Returns:
         A dict. For the best hypothesis of each row: `"ids"` `[B, max_length]` int32 (the end
-        token included, `pad_token` after it), `"scores"` `[B]` float32 (sum of
+        token included, `pad_id` after it), `"scores"` `[B]` float32 (sum of
         log-probabilities), `"normalized_scores"` `[B]` (`scores / lp(lengths)`, plus the
         coverage penalty of finished beams: what beams are ranked by), `"lengths"` `[B]` int32
         (the end token included) and, when `step_fn` returns attention weights, `"alignments"`
@@ -143,7 +149,7 @@ def beam_search(
     >>> table[1, 3], table[1, 4], table[3, 5:], table[4, 2], table[5:, 2] = .6, .4, 1 / 3, 1, 1
     >>> def step_fn(tokens, state, t):
     ...     return ops.log(ops.take(table, tokens, axis=0)), state, None
-    >>> result = beam_search(step_fn, (), batch_size=1, start_token=1, end_token=2,
+    >>> result = beam_search(step_fn, (), batch_size=1, start_id=1, end_id=2,
     ...                      max_length=4, beam_width=2, length_penalty=0.0)
     >>> ops.convert_to_numpy(result["ids"]).tolist()
     [[4, 2, 0, 0]]
@@ -155,23 +161,21 @@ def beam_search(
     k = check_int("beam_width", beam_width, minimum=1)
     alpha = check_finite("length_penalty", length_penalty)
     beta = check_coverage_penalty(coverage_penalty)
-    if vocab_size is not None:
-        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
-    check_tokens(
-        {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}, vocab_size
-    )
-    check_search_arguments(step_fn, batch_size, k, start_token)
+    if vocabulary_size is not None:
+        vocabulary_size = check_int("vocabulary_size", vocabulary_size, minimum=1)
+    check_tokens({"start_id": start_id, "end_id": end_id, "pad_id": pad_id}, vocabulary_size)
+    check_search_arguments(step_fn, batch_size, k, start_id)
 
     n = batch_size * k
     initial_state = complete_initial_state(step_fn, initial_state, batch_size)
     state = keras.tree.map_structure(lambda s: ops.repeat(s, k, axis=0), initial_state)
     t0 = ops.convert_to_tensor(0, "int32")
-    log_probs, state, weights = call_step(step_fn, ops.full((n,), start_token, "int32"), state, t0)
+    log_probs, state, weights = call_step(step_fn, ops.full((n,), start_id, "int32"), state, t0)
     vocab = log_probs.shape[-1]
     if vocab is None:
         vocab = ops.shape(log_probs)[-1]
-    elif vocab_size is None:
-        check_tokens({"end_token": end_token, "pad_token": pad_token}, int(vocab))
+    elif vocabulary_size is None:
+        check_tokens({"end_id": end_id, "pad_id": pad_id}, int(vocab))
     with_weights = weights is not None
     with_coverage = beta != 0.0
     if with_coverage and not with_weights:
@@ -181,7 +185,7 @@ def beam_search(
             "step_fn returning weights None"
         )
 
-    buffers = {"ids": ops.full((max_length, n), pad_token, "int32")}
+    buffers = {"ids": ops.full((max_length, n), pad_id, "int32")}
     if with_weights:
         buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(weights)), "float32")
     if with_coverage:  # not a buffer: each beam's accumulated weights [N, S], carried along
@@ -192,7 +196,7 @@ def beam_search(
     lengths = ops.zeros((batch_size, k), "int32")
     finished = ops.zeros((batch_size, k), "bool")
     offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, -1)  # [B, 1]
-    frozen = ops.cast(ops.where(ops.arange(vocab) == pad_token, 0.0, _NEG), "float32")  # [V]
+    frozen = ops.cast(ops.where(ops.arange(vocab) == pad_id, 0.0, _NEG), "float32")  # [V]
 
     def advance(t, log_probs, weights, state, buffers, scores, lengths, finished):
         """Extend the beams with step t's log-probabilities `[N, V]`; keep the best K."""
@@ -209,7 +213,7 @@ def beam_search(
             coverage = buffers["coverage"] + ops.where(alive, weights, 0.0)
             cp = ops.reshape(gnmt_coverage_penalty(coverage, beta), (-1, k, 1))
             complete = ops.logical_or(
-                ops.expand_dims(finished, -1), ops.equal(ops.arange(vocab), end_token)
+                ops.expand_dims(finished, -1), ops.equal(ops.arange(vocab), end_id)
             )
             ranked = ranked + ops.reshape(ops.where(complete, cp, 0.0), (-1, k * vocab))
         ranks, chosen = ops.top_k(ranked, k)  # [B, K], sorted best first
@@ -218,8 +222,8 @@ def beam_search(
         scores = ops.take_along_axis(totals, chosen, axis=1)
         lengths = ops.take_along_axis(new_lengths, parent, axis=1)
         parent_finished = ops.take_along_axis(finished, parent, axis=1)
-        token = ops.where(parent_finished, pad_token, token)
-        finished = ops.logical_or(parent_finished, ops.equal(token, end_token))
+        token = ops.where(parent_finished, pad_id, token)
+        finished = ops.logical_or(parent_finished, ops.equal(token, end_id))
 
         rows = ops.reshape(offsets + parent, (-1,))  # [N]: the parent of every new beam
         flat_token = ops.reshape(token, (-1,))

@@ -8,6 +8,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._deprecation import SEARCH_RENAMES, renamed_arguments
 from keras_attention._validation import check_int
 from keras_attention.decoding.step_fn import (
     StepFn,
@@ -23,22 +24,27 @@ from keras_attention.functional.sampling import argmax_tokens
 __all__ = ["greedy_search"]
 
 
+@renamed_arguments(**SEARCH_RENAMES)
 def greedy_search(
     step_fn: StepFn,
     initial_state: Any,
     batch_size: Any,
-    start_token: int,
-    end_token: int,
+    start_id: int,
+    end_id: int,
     max_length: int,
-    vocab_size: int | None = None,
-    pad_token: int = 0,
+    vocabulary_size: int | None = None,
+    pad_id: int = 0,
 ) -> dict:
-    """Decode by taking `argmax_v log p(v | y_<t)` at every step until `end_token`.
+    """Decode by taking `argmax_v log p(v | y_<t)` at every step until `end_id`.
 
     The loop is an `ops.while_loop` with `maximum_iterations=max_length - 1` (the first step runs
     before it, to learn the vocabulary and memory sizes) over fixed-size time-major buffers
-    written with `ops.scatter_update`; it stops early once every row has emitted `end_token`, and
+    written with `ops.scatter_update`; it stops early once every row has emitted `end_id`, and
     compiles under `jit_compile=True`. Logits are cast to float32 before the log-softmax.
+
+    The token-id arguments were called `start_token`, `end_token`, `pad_token` and `vocab_size`
+    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0
+    (docs/design.md §9, "Names").
 
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
@@ -47,16 +53,16 @@ def greedy_search(
             `make_step_fn` step, the wrapped cell's states alone (the encoder's `[h, c]`) are
             completed with the cell's extra states first.
         batch_size: B, an int or a scalar tensor.
-        start_token: The token fed at step 0.
-        end_token: The token that ends a sequence.
+        start_id: The token id fed at step 0.
+        end_id: The token id that ends a sequence.
         max_length: The most tokens generated per row (the end token included).
-        vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
+        vocabulary_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
-        pad_token: Written after the end token. Defaults to `0`.
+        pad_id: The id written after the end token. Defaults to `0`.
 
     Returns:
         A dict: `"ids"` `[B, max_length]` int32 (the generated tokens, the end token included,
-        `pad_token` after it); `"scores"` `[B]` float32, the sum of the log-probabilities of the
+        `pad_id` after it); `"scores"` `[B]` float32, the sum of the log-probabilities of the
         generated tokens; `"lengths"` `[B]` int32, the number of generated tokens, the end token
         included; and, when `step_fn` returns attention weights, `"alignments"`
         `[B, max_length, S]` float32 (zero after the end token).
@@ -68,28 +74,28 @@ def greedy_search(
     >>> def step_fn(tokens, state, t):  # favours token t + 3 for 3 steps, then token 2 (end)
     ...     favoured = ops.where(t < 3, t + 3, 2)
     ...     return ops.one_hot(ops.full(ops.shape(tokens), favoured), 8) * 5.0, state, None
-    >>> result = greedy_search(step_fn, (), batch_size=1, start_token=1, end_token=2,
+    >>> result = greedy_search(step_fn, (), batch_size=1, start_id=1, end_id=2,
     ...                        max_length=6)
     >>> ops.convert_to_numpy(result["ids"]).tolist(), int(result["lengths"][0])
     ([[3, 4, 5, 2, 0, 0]], 4)
     """
     max_length = check_int("max_length", max_length, minimum=1)
-    if vocab_size is not None:
-        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
-    tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
-    check_tokens(tokens, vocab_size)
-    check_search_arguments(step_fn, batch_size, 1, start_token)
+    if vocabulary_size is not None:
+        vocabulary_size = check_int("vocabulary_size", vocabulary_size, minimum=1)
+    tokens = {"start_id": start_id, "end_id": end_id, "pad_id": pad_id}
+    check_tokens(tokens, vocabulary_size)
+    check_search_arguments(step_fn, batch_size, 1, start_id)
 
     return one_path_search(
         step_fn,
         initial_state,
         batch_size,
         lambda t, log_probs: argmax_tokens(log_probs),
-        end_token=end_token,
-        start_token=start_token,
+        end_id=end_id,
+        start_id=start_id,
         max_length=max_length,
-        vocab_size=vocab_size,
-        pad_token=pad_token,
+        vocabulary_size=vocabulary_size,
+        pad_id=pad_id,
     )
 
 
@@ -98,23 +104,23 @@ def one_path_search(
     initial_state: Any,
     batch_size: Any,
     choose: Callable,
-    start_token: int,
-    end_token: int,
+    start_id: int,
+    end_id: int,
     max_length: int,
-    vocab_size: int | None,
-    pad_token: int,
+    vocabulary_size: int | None,
+    pad_id: int,
 ) -> dict:
     """The loop of `greedy_search` and `sample_search` (arguments already checked): one
     hypothesis per row, its token at step t `choose(t, log_probs [N, V]) -> [N] int32`."""
-    tokens = ops.full((batch_size,), start_token, "int32")
+    tokens = ops.full((batch_size,), start_id, "int32")
     initial_state = complete_initial_state(step_fn, initial_state, batch_size)
     state = keras.tree.map_structure(ops.convert_to_tensor, initial_state)  # NumPy states too
     log_probs, state, weights = call_step(step_fn, tokens, state, ops.convert_to_tensor(0, "int32"))
-    if vocab_size is None and log_probs.shape[-1] is not None:
-        check_tokens({"end_token": end_token, "pad_token": pad_token}, int(log_probs.shape[-1]))
+    if vocabulary_size is None and log_probs.shape[-1] is not None:
+        check_tokens({"end_id": end_id, "pad_id": pad_id}, int(log_probs.shape[-1]))
     with_weights = weights is not None
 
-    buffers = {"ids": ops.full((max_length, batch_size), pad_token, "int32")}
+    buffers = {"ids": ops.full((max_length, batch_size), pad_id, "int32")}
     if with_weights:
         buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(weights)), "float32")
     scores = ops.zeros((batch_size,), "float32")
@@ -125,14 +131,14 @@ def one_path_search(
         """Choose the tokens of step t from its log-probabilities and record them."""
         token = choose(t, log_probs)
         token_log_prob = ops.take_along_axis(log_probs, ops.expand_dims(token, -1), axis=-1)[:, 0]
-        token = ops.where(finished, pad_token, token)
+        token = ops.where(finished, pad_id, token)
         scores = scores + ops.where(finished, 0.0, token_log_prob)
         lengths = lengths + ops.where(finished, 0, 1)
         buffers = dict(buffers, ids=write_step(buffers["ids"], t, token))
         if with_weights:
             weights = ops.where(ops.expand_dims(finished, -1), 0.0, weights)
             buffers["alignments"] = write_step(buffers["alignments"], t, weights)
-        finished = ops.logical_or(finished, ops.equal(token, end_token))
+        finished = ops.logical_or(finished, ops.equal(token, end_id))
         return token, state, buffers, scores, lengths, finished
 
     carry = advance(

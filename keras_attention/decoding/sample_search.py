@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from keras_attention._deprecation import SEARCH_RENAMES, renamed_arguments
 from keras_attention._validation import check_int
 from keras_attention.decoding.greedy_search import one_path_search
 from keras_attention.decoding.step_fn import (
@@ -25,19 +26,20 @@ from keras_attention.functional.sampling import (
 __all__ = ["sample_search"]
 
 
+@renamed_arguments(**SEARCH_RENAMES)
 def sample_search(
     step_fn: StepFn,
     initial_state: Any,
     batch_size: Any,
-    start_token: int,
-    end_token: int,
+    start_id: int,
+    end_id: int,
     max_length: int,
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,
     seed: Any = None,
-    vocab_size: int | None = None,
-    pad_token: int = 0,
+    vocabulary_size: int | None = None,
+    pad_id: int = 0,
     top_k_method: str = "auto",
 ) -> dict:
     """Decode by drawing `y_t ~ softmax(log p(· | y_<t) / T)` restricted to top-k / nucleus.
@@ -67,6 +69,10 @@ def sample_search(
     when every row has ended, compiles under `jit_compile=True`, exports without
     `XlaDynamicUpdateSlice`) and result as `greedy_search`.
 
+    The token-id arguments were called `start_token`, `end_token`, `pad_token` and `vocab_size`
+    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0
+    (docs/design.md §9, "Names").
+
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights
             [N, S] or None)`; see `make_step_fn`.
@@ -74,27 +80,27 @@ def sample_search(
             `make_step_fn` step, the wrapped cell's states alone (the encoder's `[h, c]`) are
             completed with the cell's extra states first.
         batch_size: B, an int or a scalar tensor.
-        start_token: The token fed at step 0.
-        end_token: The token that ends a sequence.
+        start_id: The token id fed at step 0.
+        end_id: The token id that ends a sequence.
         max_length: The most tokens generated per row (the end token included).
         temperature: T in [1e-4, 1e6] (`functional.sampling.MIN_TEMPERATURE`, `MAX_TEMPERATURE`);
             below 1 sharpens, above 1 flattens. Defaults to `1.0`.
-        top_k: Sample among the k most probable tokens only, at most `vocab_size` when that
+        top_k: Sample among the k most probable tokens only, at most `vocabulary_size` when that
             is given. Defaults to `None` (all).
         top_p: Nucleus sampling: among the most probable tokens whose mass reaches `top_p`, in
             [1e-6, 1]. Defaults to `None` (all).
         seed: A Python int in [0, 2**31) or an int32 scalar tensor. Defaults to `None` (a
             fresh seed).
-        vocab_size: V, to check the token ids before decoding. Defaults to `None` (checked
+        vocabulary_size: V, to check the token ids before decoding. Defaults to `None` (checked
             against the logits' static shape when it is known).
-        pad_token: Written after the end token. Defaults to `0`.
+        pad_id: The id written after the end token. Defaults to `0`.
         top_k_method: How the top-k cut is found: `"bisection"` (no sort; the fast path under
             XLA), `"sort"` (`ops.top_k`: the fast path of TensorFlow without XLA, JAX and
             PyTorch) or `"auto"` (bisection on TensorFlow, a sort elsewhere). The kept set is
             the same. Defaults to `"auto"`.
 
     Returns:
-        A dict: `"ids"` `[B, max_length]` int32 (end token included, `pad_token` after it);
+        A dict: `"ids"` `[B, max_length]` int32 (end token included, `pad_id` after it);
         `"scores"` `[B]` float32, the sum of the log-probabilities of the drawn tokens under
         the unfiltered model (T = 1, no top-k/top-p); `"lengths"` `[B]` int32 (end token
         included); and, when `step_fn` returns attention weights, `"alignments"`
@@ -107,23 +113,23 @@ def sample_search(
     >>> logits = np.log(np.array([[0.0, 0.0, 0.1, 0.6, 0.3]], "float32") + 1e-30)
     >>> def step_fn(tokens, state, t):  # the same distribution at every step
     ...     return ops.tile(logits, (ops.shape(tokens)[0], 1)), state, None
-    >>> result = sample_search(step_fn, (), batch_size=1000, start_token=1, end_token=2,
+    >>> result = sample_search(step_fn, (), batch_size=1000, start_id=1, end_id=2,
     ...                        max_length=3, top_k=2, seed=7)
     >>> sorted(set(ops.convert_to_numpy(result["ids"][:, 0]).tolist()))  # top-2 only
     [3, 4]
-    >>> again = sample_search(step_fn, (), batch_size=1000, start_token=1, end_token=2,
+    >>> again = sample_search(step_fn, (), batch_size=1000, start_id=1, end_id=2,
     ...                       max_length=3, top_k=2, seed=7)
     >>> bool(ops.all(again["ids"] == result["ids"]))
     True
     """
     max_length = check_int("max_length", max_length, minimum=1)
-    if vocab_size is not None:
-        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
-    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p, vocab_size)
+    if vocabulary_size is not None:
+        vocabulary_size = check_int("vocabulary_size", vocabulary_size, minimum=1)
+    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p, vocabulary_size)
     top_k_method = resolve_top_k_method(top_k_method)
-    tokens = {"start_token": start_token, "end_token": end_token, "pad_token": pad_token}
-    check_tokens(tokens, vocab_size)
-    check_search_arguments(step_fn, batch_size, 1, start_token)
+    tokens = {"start_id": start_id, "end_id": end_id, "pad_id": pad_id}
+    check_tokens(tokens, vocabulary_size)
+    check_search_arguments(step_fn, batch_size, 1, start_id)
     if seed is None:
         seed = secrets.randbits(31)
     elif not hasattr(seed, "dtype") or isinstance(seed, np.generic):
@@ -139,9 +145,9 @@ def sample_search(
         initial_state,
         batch_size,
         choose,
-        start_token=start_token,
-        end_token=end_token,
+        start_id=start_id,
+        end_id=end_id,
         max_length=max_length,
-        vocab_size=vocab_size,
-        pad_token=pad_token,
+        vocabulary_size=vocabulary_size,
+        pad_id=pad_id,
     )

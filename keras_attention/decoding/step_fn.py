@@ -173,7 +173,7 @@ def make_step_fn(
     >>> step_fn = make_step_fn(cell, keras.layers.Embedding(10, 4), keras.layers.Dense(10),
     ...                        np.ones((2, 5, 8), "float32"))
     >>> result = greedy_search(step_fn, cell.get_initial_state(2), batch_size=2,
-    ...                        start_token=1, end_token=2, max_length=3)
+    ...                        start_id=1, end_id=2, max_length=3)
     >>> tuple(result["ids"].shape), tuple(result["alignments"].shape)
     ((2, 3), (2, 3, 5))
     """
@@ -227,7 +227,7 @@ def make_step_fn(
 
 # ---------------------------------------------------------------- shared by the searches
 # (`check_int` is the validation floor's, `keras_attention._validation`, imported above.)
-def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start_token) -> None:
+def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start_id) -> None:
     """Check what a search gets against each other and against what the step function records
     (a `StepFunction`'s `beam_width`, `batch_size` and `input_vocabulary_size`; a plain
     function carrying attributes of those names is read the same way)."""
@@ -273,7 +273,7 @@ def check_search_arguments(step_fn: Any, batch_size: Any, beam_width: int, start
         )
     vocabulary = getattr(step_fn, "input_vocabulary_size", None)
     if is_integer(vocabulary):
-        check_tokens({"start_token": start_token}, int(vocabulary))
+        check_tokens({"start_id": start_id}, int(vocabulary))
 
 
 def complete_initial_state(step_fn: Any, initial_state: Any, batch_size: Any) -> Any:
@@ -284,13 +284,13 @@ def complete_initial_state(step_fn: Any, initial_state: Any, batch_size: Any) ->
     return initial_state if complete is None else complete(initial_state, batch_size)
 
 
-def check_tokens(tokens: dict, vocab_size: int | None) -> None:
-    """Check token ids are integers in `[0, vocab_size)` (when the vocabulary size is known)."""
+def check_tokens(tokens: dict, vocabulary_size: int | None) -> None:
+    """Check token ids are integers in `[0, vocabulary_size)` (when that size is known)."""
     for name, value in tokens.items():
         check_int(name, value, minimum=0)
-        if vocab_size is not None and value >= vocab_size:
+        if vocabulary_size is not None and value >= vocabulary_size:
             raise ValueError(
-                f"`{name}` must be a token id in [0, {vocab_size}) (the vocabulary size). "
+                f"`{name}` must be a token id in [0, {vocabulary_size}) (the vocabulary size). "
                 f"Received: {name}={value}"
             )
 
@@ -308,7 +308,7 @@ def call_step(step_fn: StepFn, tokens, state, t):
     weights = result[2] if len(result) == 3 else None
     if len(logits.shape) != 2:
         raise ValueError(
-            f"`step_fn` must return logits of shape [N, vocab_size]. Received: shape "
+            f"`step_fn` must return logits of shape [N, vocabulary_size]. Received: shape "
             f"{tuple(logits.shape)}"
         )
     log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)

@@ -7,6 +7,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_attention._deprecation import rename_config_key, take_renamed
 from keras_attention._validation import (
     check_choice,
     check_flag,
@@ -55,8 +56,10 @@ class Seq2SeqDecoder(ConfigLayer):
         alignment: Luong alignment, `"global"`, `"local_monotonic"` or `"local_predictive"`
             (ignored for Bahdanau). Defaults to `"global"`.
         window_radius: D of the local window. Defaults to `8`.
-        attention_dim: Units of the additive / concat score (and of local-p's position
-            network). Defaults to `None` (the query size).
+        attention_units: Units of the additive / concat score (and of local-p's position
+            network): the attention layer's `units`, U. Defaults to `None` (the query size).
+            Called `attention_dim` up to 0.2.0: that keyword still works, with a
+            `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
         input_feeding: Luong's input feeding of `h̃_{t-1}`. Defaults to `True`.
         state_handover: `"dense"`, `"copy"` or `"none"`. Defaults to `"dense"`.
         dropout: Dropout on the embeddings and before the projection. Defaults to `0`.
@@ -72,7 +75,7 @@ class Seq2SeqDecoder(ConfigLayer):
 
     CONFIG_KEYS = (
         "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "attention",
-        "score_mode", "alignment", "window_radius", "attention_dim", "input_feeding",
+        "score_mode", "alignment", "window_radius", "attention_units", "input_feeding",
         "state_handover", "dropout", "scheduled_sampling", "scheduled_sampling_mode",
         "scheduled_sampling_excluded_tokens",
     )  # fmt: skip
@@ -88,7 +91,7 @@ class Seq2SeqDecoder(ConfigLayer):
         score_mode: str = "general",
         alignment: str = "global",
         window_radius: int = 8,
-        attention_dim: int | None = None,
+        attention_units: int | None = None,
         input_feeding: bool = True,
         state_handover: str = "dense",
         dropout: float = 0.0,
@@ -97,14 +100,19 @@ class Seq2SeqDecoder(ConfigLayer):
         scheduled_sampling_excluded_tokens: Any = None,
         **kwargs: Any,
     ) -> None:
+        attention_units = take_renamed(
+            kwargs, "Seq2SeqDecoder", "attention_dim", "attention_units", attention_units
+        )
         super().__init__(**kwargs)
         self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
         self.attention = check_choice("attention", attention, ATTENTION_TYPES)
         self.score_mode = score_mode
         self.alignment = alignment
         self.window_radius = check_int("window_radius", window_radius, minimum=0)
-        self.attention_dim = (
-            None if attention_dim is None else check_int("attention_dim", attention_dim, minimum=1)
+        self.attention_units = (
+            None
+            if attention_units is None
+            else check_int("attention_units", attention_units, minimum=1)
         )
         self.input_feeding = check_flag("input_feeding", input_feeding)
         self.state_handover = check_choice("state_handover", state_handover, HANDOVERS)
@@ -123,7 +131,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 score_mode=score_mode,
                 alignment=alignment,
                 window_radius=self.window_radius,
-                units=self.attention_dim,
+                units=self.attention_units,
                 name="luong_attention",
             )
             self.cell = LuongAttentionCell(
@@ -134,7 +142,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 attention_layer = LuongMonotonicAttention(name="monotonic_attention")
             elif score_mode == "concat":
                 attention_layer = BahdanauMonotonicAttention(
-                    units=self.attention_dim, name="monotonic_attention"
+                    units=self.attention_units, name="monotonic_attention"
                 )
             else:
                 raise ValueError(
@@ -146,11 +154,13 @@ class Seq2SeqDecoder(ConfigLayer):
             )
         elif self.attention == "location_sensitive":
             attention_layer = LocationSensitiveAttention(
-                units=self.attention_dim, cumulative=True, name="location_sensitive_attention"
+                units=self.attention_units, cumulative=True, name="location_sensitive_attention"
             )
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
         else:
-            attention_layer = AdditiveAttention(units=self.attention_dim, name="additive_attention")
+            attention_layer = AdditiveAttention(
+                units=self.attention_units, name="additive_attention"
+            )
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
         scheduled_sampling_mode = check_choice(
             "scheduled_sampling_mode", scheduled_sampling_mode, ("sample", "argmax")
@@ -183,6 +193,11 @@ class Seq2SeqDecoder(ConfigLayer):
         self.projection = keras.layers.Dense(
             self.vocabulary_size, dtype="float32" if mixed else None, name="projection"
         )
+
+    @classmethod
+    def from_config(cls, config: dict):
+        # Configs saved up to 0.2.0 say `attention_dim`: the same size, loaded silently.
+        return super().from_config(rename_config_key(config, "attention_dim", "attention_units"))
 
     def build(self, target_ids_shape, memory_shape) -> None:
         target_shape, memory_shape = tuple(target_ids_shape), tuple(memory_shape)

@@ -9,6 +9,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention._deprecation import rename_config_key, take_renamed
 from keras_attention._validation import check_int
 from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
@@ -67,7 +68,11 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         alignment: Luong alignment: `"global"`, `"local_monotonic"`, `"local_predictive"`.
             Defaults to `"global"`.
         window_radius: D of local attention. Defaults to `8`.
-        attention_dim: Units of the additive / concat score. Defaults to `None`.
+        attention_units: Units U of the additive / concat score: the attention layer's
+            `units` (`units` here is the decoder cells' size, and h̃'s; not
+            `LuongAttention(attention_units=)`, the size of h̃). Defaults to `None`. Called
+            `attention_dim` up to 0.2.0: that keyword still works, with a
+            `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
         input_feeding: Luong input feeding. Defaults to `True`.
         state_handover: `"dense"`, `"copy"` or `"none"`; see `Seq2SeqDecoder`.
             Defaults to `"dense"`.
@@ -125,7 +130,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         score_mode: str = "general",
         alignment: str = "global",
         window_radius: int = 8,
-        attention_dim: int | None = None,
+        attention_units: int | None = None,
         input_feeding: bool = True,
         state_handover: str = "dense",
         dropout: float = 0.0,
@@ -138,6 +143,9 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         oov_id: int | None = None,
         **kwargs: Any,
     ) -> None:
+        attention_units = take_renamed(
+            kwargs, "Seq2Seq", "attention_dim", "attention_units", attention_units
+        )
         super().__init__(**kwargs)
         source_tokenizer = check_tokenizer("source_tokenizer", source_tokenizer)
         target_tokenizer = check_tokenizer("target_tokenizer", target_tokenizer)
@@ -178,7 +186,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             "score_mode": score_mode,
             "alignment": alignment,
             "window_radius": window_radius,
-            "attention_dim": attention_dim,
+            "attention_units": attention_units,
             "input_feeding": input_feeding,
             "state_handover": state_handover,
             "dropout": dropout,
@@ -221,7 +229,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             score_mode=score_mode,
             alignment=alignment,
             window_radius=window_radius,
-            attention_dim=attention_dim,
+            attention_units=attention_units,
             input_feeding=input_feeding,
             state_handover=state_handover,
             dropout=dropout,
@@ -432,10 +440,10 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         step_fn = self.make_step_fn(memory, memory_mask, search.beam_width)
         common = {
             "batch_size": ops.shape(source_ids)[0],
-            "start_token": self.start_id,
-            "end_token": self.end_id,
+            "start_id": self.start_id,
+            "end_id": self.end_id,
             "max_length": search.max_length,
-            "vocab_size": self.target_vocabulary_size,
+            "vocabulary_size": self.target_vocabulary_size,
         }
         if search.kind == "sample":
             return sample_search(
@@ -490,7 +498,8 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = copy.deepcopy(config)
+        # Files saved up to 0.2.0 say `attention_dim`: the same size, loaded silently.
+        config = rename_config_key(copy.deepcopy(config), "attention_dim", "attention_units")
         for key in ("source_tokenizer", "target_tokenizer"):
             if config.get(key) is not None:
                 import keras_attention.text  # noqa: F401  (registers the tokenizer classes)

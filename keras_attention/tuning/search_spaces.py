@@ -9,6 +9,7 @@ from typing import Any
 
 import keras_tuner
 
+from keras_attention._deprecation import take_renamed
 from keras_attention._validation import check_int
 from keras_attention.models.seq2seq import Seq2Seq
 
@@ -29,6 +30,9 @@ _SEQ2SEQ_ARGUMENTS = tuple(
     for name, parameter in inspect.signature(Seq2Seq.__init__).parameters.items()
     if name != "self" and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
 )
+#: Old names of `Seq2Seq` arguments, accepted in `fixed` as `Seq2Seq` accepts them: with a
+#: `DeprecationWarning`, until 0.4.0.
+_SEQ2SEQ_RENAMES = {"attention_dim": "attention_units"}
 
 
 def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any]:
@@ -97,6 +101,7 @@ def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any
     """
     if not isinstance(hp, keras_tuner.HyperParameters):
         raise TypeError(f"`hp` must be a keras_tuner.HyperParameters. Received: hp={hp!r}")
+    fixed = renamed_fixed(fixed)
     check_fixed(fixed)
     values: dict[str, Any] = {}
 
@@ -135,6 +140,16 @@ def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any
                 values.setdefault("encoder_units", units // _directions(fixed))
     values.update(fixed)
     return {name: value for name, value in values.items() if value is not None}
+
+
+def renamed_fixed(fixed: dict[str, Any]) -> dict[str, Any]:
+    """`fixed` with the old names of `Seq2Seq` arguments (`attention_dim`) renamed, each with
+    a `DeprecationWarning` (the old and the new name at once: a `ValueError`)."""
+    fixed = dict(fixed)
+    for old, new in _SEQ2SEQ_RENAMES.items():
+        if old in fixed:
+            fixed[new] = take_renamed(fixed, "Seq2Seq", old, new, fixed.get(new), stacklevel=3)
+    return fixed
 
 
 def check_fixed(fixed: dict[str, Any], argument: str = "fixed") -> None:

@@ -8,7 +8,7 @@ import keras
 import keras_tuner
 
 from keras_attention.models.seq2seq import Seq2Seq
-from keras_attention.tuning.search_spaces import check_fixed, search_space
+from keras_attention.tuning.search_spaces import check_fixed, renamed_fixed, search_space
 
 __all__ = ["Seq2SeqHyperModel"]
 
@@ -84,6 +84,7 @@ class Seq2SeqHyperModel(keras_tuner.HyperModel):
             fixed = {}
         if not isinstance(fixed, dict):
             raise TypeError(f"`fixed` must be a dict or None. Received: fixed={fixed!r}")
+        fixed = renamed_fixed(fixed)  # (old names warn once, here, not in every trial)
         own = sorted(set(fixed) & set(_OWN_ARGUMENTS))
         if own:
             raise ValueError(

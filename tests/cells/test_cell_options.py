@@ -228,7 +228,7 @@ def test_greedy_search_with_several_attentions_equals_teacher_forcing():
     step_fn = make_step_fn(cell, embedding, projection, memory, mask)
     state = cell.get_initial_state(BATCH)  # before the cell is built: sizes from the memory
     assert [int(s.shape[-1]) for s in state] == [UNITS, 2 * D_H]
-    result = greedy_search(step_fn, state, BATCH, start_token=1, end_token=2, max_length=4)
+    result = greedy_search(step_fn, state, BATCH, start_id=1, end_id=2, max_length=4)
     ids = to_numpy(result["ids"])
     previous = np.concatenate([np.ones((BATCH, 1), "int32"), ids[:, :-1]], axis=1)
     rnn = AttentionRNN(cell, return_attention_scores=True)
@@ -260,8 +260,8 @@ def test_beam_search_scores_equal_teacher_forced_log_probabilities():
         step_fn,
         cell.get_initial_state(BATCH),
         BATCH,
-        start_token=1,
-        end_token=2,
+        start_id=1,
+        end_id=2,
         max_length=length,
         beam_width=width,
         length_penalty=0.0,

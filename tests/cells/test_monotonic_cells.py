@@ -231,7 +231,7 @@ def _teacher_forced(cell, embedding, projection, memory, ids, lengths):
 def test_greedy_and_beam_search_carry_the_alignment(make):
     cell, embedding, projection = _decoder(make())
     memory = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
-    common = {"batch_size": 2, "start_token": 1, "end_token": 2, "max_length": 5}
+    common = {"batch_size": 2, "start_id": 1, "end_id": 2, "max_length": 5}
     step_fn = make_step_fn(cell, embedding, projection, memory)
     greedy = greedy_search(step_fn, cell.get_initial_state(2, memory), **common)
     beam_fn = make_step_fn(cell, embedding, projection, memory, beam_width=3)
@@ -255,7 +255,7 @@ def test_jit_compiled_steps_match_eager():
     cell, embedding, projection = _decoder(LuongMonotonicAttention(mode="parallel"))
     memory = np.random.default_rng(1).normal(size=(2, 5, 6)).astype("float32")
     step_fn = make_step_fn(cell, embedding, projection, memory)
-    common = {"batch_size": 2, "start_token": 1, "end_token": 0, "max_length": 4}
+    common = {"batch_size": 2, "start_id": 1, "end_id": 0, "max_length": 4}
     eager = greedy_search(step_fn, cell.get_initial_state(2, memory), **common)
     compiled = jit(lambda: greedy_search(step_fn, cell.get_initial_state(2, memory), **common))()
     np.testing.assert_array_equal(to_numpy(compiled["ids"]), to_numpy(eager["ids"]))

@@ -92,7 +92,7 @@ def test_greedy_stops_at_end_token_per_row():
         return ops.one_hot(favoured, 9) * 4.0, state, ops.one_hot(tokens, 9)
 
     state = {"end_at": np.array([[1], [3], [9]], "int32")}
-    result = _np(greedy_search(step_fn, state, 3, START, END, max_length=5, pad_token=8))
+    result = _np(greedy_search(step_fn, state, 3, START, END, max_length=5, pad_id=8))
     np.testing.assert_array_equal(
         result["ids"], [[3, 2, 8, 8, 8], [3, 4, 5, 2, 8], [3, 4, 5, 6, 7]]
     )
@@ -199,14 +199,14 @@ def test_jit_compiled_equals_eager():
     [
         ({"max_length": 0}, "max_length=0"),
         ({"max_length": 2.5}, "max_length=2.5"),
-        ({"end_token": 7}, "end_token=7"),
-        ({"start_token": -1}, "start_token=-1"),
-        ({"vocab_size": 0}, "vocab_size=0"),
+        ({"end_id": 7}, "end_id=7"),
+        ({"start_id": -1}, "start_id=-1"),
+        ({"vocabulary_size": 0}, "vocabulary_size=0"),
     ],
 )
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
 def test_bad_arguments(search, kwargs, match):
-    args = {"start_token": START, "end_token": END, "max_length": 3, "vocab_size": 5}
+    args = {"start_id": START, "end_id": END, "max_length": 3, "vocabulary_size": 5}
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         search(_table_step(_random_table(vocab=5)), _state(1), 1, **args)
@@ -218,7 +218,7 @@ def test_bad_beam_arguments():
         beam_search(step_fn, _state(1), 1, START, END, 3, beam_width=0)
     with pytest.raises(ValueError, match="length_penalty='high'"):
         beam_search(step_fn, _state(1), 1, START, END, 3, length_penalty="high")
-    with pytest.raises(ValueError, match="end_token=9"):  # vocabulary size from the logits
+    with pytest.raises(ValueError, match="end_id=9"):  # vocabulary size from the logits
         beam_search(step_fn, _state(1), 1, START, 9, 3)
     with pytest.raises(ValueError, match="beam_width=0"):
         make_step_fn(None, None, None, np.ones((1, 2, 3)), beam_width=0)

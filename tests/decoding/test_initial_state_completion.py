@@ -44,7 +44,7 @@ def test_searches_from_the_encoder_state_equal_the_completed_state(attention):
         if full is None:  # after make_step_fn built the cell
             full = cell.complete_initial_state(encoder_state, B, memory)
             assert len(full) > len(encoder_state)
-        args = dict(batch_size=B, start_token=1, end_token=2, max_length=4)
+        args = dict(batch_size=B, start_id=1, end_id=2, max_length=4)
         if beam_width == 1:
             short, long = (greedy_search(step_fn, s, **args) for s in (encoder_state, full))
         else:

@@ -208,11 +208,11 @@ def test_top_k_one_is_greedy_and_alignments_follow():
         ({"seed": "x"}, "seed='x'"),
         ({"max_length": 0}, "max_length=0"),
         ({"top_k_method": "heap"}, "top_k_method='heap'"),
-        ({"end_token": 10}, "end_token=10"),
+        ({"end_id": 10}, "end_id=10"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, match):
-    args = {"start_token": START, "end_token": END, "max_length": 3, **kwargs}
+    args = {"start_id": START, "end_id": END, "max_length": 3, **kwargs}
     with pytest.raises(ValueError, match=match):
         sample_search(_step_fn, (), 2, **args)
 
