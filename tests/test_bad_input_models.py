@@ -48,7 +48,7 @@ def _np(x):
         (lambda: Seq2Seq(V_SRC, V_TGT, end_id=0), "end_id=0"),
         (lambda: Seq2Seq(V_SRC, V_TGT, start_id=V_TGT), "start_id=11"),
         (lambda: Seq2Seq(V_SRC, V_TGT, start_id=2.0), r"start_id=2\.0"),
-        (lambda: Seq2Seq(V_SRC, V_TGT, attention_units=True), "attention_units=True"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, score_units=True), "score_units=True"),
         (lambda: Seq2Seq(V_SRC, V_TGT, embedding_dim=None), "embedding_dim=None"),
         (lambda: Seq2Seq(V_SRC, V_TGT, decoder_layers="2"), "num_layers='2'"),
         (lambda: Seq2Seq(V_SRC, 0), "target_vocabulary_size=0"),

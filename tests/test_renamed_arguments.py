@@ -10,7 +10,7 @@ no Luong-only option (the recurrent layers' refusals are in tests/layers/test_mo
 One vocabulary of names (issue 34): the searches' `start_token`, `end_token`, `pad_token` and
 `vocab_size` (and `check_sampling`'s `vocab_size`) are `start_id`, `end_id`, `pad_id` and
 `vocabulary_size`, as in the models and `text`; `Seq2Seq(attention_dim=)` (and
-`Seq2SeqDecoder`'s, and the tuning module's `fixed`) is `attention_units=`. Each old keyword
+`Seq2SeqDecoder`'s, and the tuning module's `fixed`) is `score_units=`. Each old keyword
 warns, naming both names and the removal version, and gives what the new one gives; both at
 once are a `ValueError` naming both; saved configs holding `attention_dim` (the 0.1.0 and
 0.2.0 fixtures) load silently; the package's own paths warn about nothing.
@@ -223,31 +223,43 @@ def test_seq2seq_old_attention_dim_warns_and_gives_the_same_model():
     with pytest.warns(DeprecationWarning, match="attention_dim") as record:
         old = Seq2Seq(12, 9, attention_dim=5, **_SEQ2SEQ)
     message = str(record[0].message)
-    assert "`attention_units`" in message and "removed in keras_attention 0.4.0" in message
+    assert "`score_units`" in message and "removed in keras_attention 0.4.0" in message
     assert record[0].filename == __file__
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        new = Seq2Seq(12, 9, attention_units=5, **_SEQ2SEQ)
+        new = Seq2Seq(12, 9, score_units=5, **_SEQ2SEQ)
     old(_IDS), new(_IDS)
     old.set_weights(new.get_weights())  # same shapes, or this raises
     np.testing.assert_array_equal(to_numpy(old(_IDS)), to_numpy(new(_IDS)))
     assert old.decoder.cell.attention.units == 5
     assert dict(old.get_config(), name="") == dict(new.get_config(), name="")
-    assert old.get_config()["attention_units"] == 5 and "attention_dim" not in old.get_config()
+    assert old.get_config()["score_units"] == 5 and "attention_dim" not in old.get_config()
 
 
 def test_seq2seq_both_attention_names_are_refused():
-    with pytest.raises(ValueError, match=r"Received: attention_dim=5, attention_units=4"):
-        Seq2Seq(12, 9, attention_dim=5, attention_units=4, **_SEQ2SEQ)
+    with pytest.raises(ValueError, match=r"Received: attention_dim=5, score_units=4"):
+        Seq2Seq(12, 9, attention_dim=5, score_units=4, **_SEQ2SEQ)
+
+
+def test_attention_units_is_only_luong_attentions_size_of_h_tilde():
+    """One word, one meaning: `attention_units` is `LuongAttention`'s h̃ size, never the models'
+    score size (`score_units`; `attention_units` there was never released, so no alias)."""
+    with pytest.raises((TypeError, ValueError), match="attention_units"):
+        Seq2Seq(12, 9, attention_units=5, **_SEQ2SEQ)
+    with pytest.raises((TypeError, ValueError), match="attention_units"):
+        Seq2SeqDecoder(vocabulary_size=9, embedding_dim=4, units=6, attention_units=5)
+    layer = LuongAttention("general", attention_units=3)
+    assert layer.attention_units == 3 and layer.get_config()["attention_units"] == 3
+    assert not hasattr(layer, "score_units") and "score_units" not in layer.get_config()
 
 
 def test_seq2seq_config_with_attention_dim_loads_silently():
-    config = Seq2Seq(12, 9, attention_units=5, **_SEQ2SEQ).get_config()
-    config["attention_dim"] = config.pop("attention_units")  # what 0.1.0 and 0.2.0 wrote
+    config = Seq2Seq(12, 9, score_units=5, **_SEQ2SEQ).get_config()
+    config["attention_dim"] = config.pop("score_units")  # what 0.1.0 and 0.2.0 wrote
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         loaded = Seq2Seq.from_config(config)
-    assert loaded.get_config()["attention_units"] == 5
+    assert loaded.get_config()["score_units"] == 5
     assert "attention_dim" not in loaded.get_config()
 
 
@@ -255,15 +267,15 @@ def test_seq2seq_decoder_old_attention_dim():
     options = {"vocabulary_size": 9, "embedding_dim": 4, "units": 6, "attention": "bahdanau"}
     with pytest.warns(DeprecationWarning, match="attention_dim"):
         old = Seq2SeqDecoder(attention_dim=5, **options)
-    assert old.attention_units == 5 and old.get_config()["attention_units"] == 5
+    assert old.score_units == 5 and old.get_config()["score_units"] == 5
     assert "attention_dim" not in old.get_config()
-    with pytest.raises(ValueError, match=r"Received: attention_dim=5, attention_units=4"):
-        Seq2SeqDecoder(attention_dim=5, attention_units=4, **options)
+    with pytest.raises(ValueError, match=r"Received: attention_dim=5, score_units=4"):
+        Seq2SeqDecoder(attention_dim=5, score_units=4, **options)
     config = old.get_config()
-    config["attention_dim"] = config.pop("attention_units")
+    config["attention_dim"] = config.pop("score_units")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert Seq2SeqDecoder.from_config(config).attention_units == 5
+        assert Seq2SeqDecoder.from_config(config).score_units == 5
 
 
 @pytest.mark.parametrize(
@@ -275,12 +287,12 @@ def test_fixtures_saved_with_attention_dim_load_silently(path):
     """Every Seq2Seq file of 0.1.0 and 0.2.0 says `attention_dim` (checked, so that the compat
     tests run the silent rename); it loads without a warning (their outputs: tests/compat)."""
     text = zipfile.ZipFile(path).read("config.json").decode()
-    assert '"attention_dim"' in text and '"attention_units"' not in text
+    assert '"attention_dim"' in text and '"score_units"' not in text
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         model = keras.saving.load_model(path, safe_mode=True)
     (seq2seq,) = [layer for layer in model.layers if isinstance(layer, Seq2Seq)]
-    assert "attention_units" in seq2seq.get_config()
+    assert "score_units" in seq2seq.get_config()
 
 
 @pytest.mark.parametrize(
@@ -291,7 +303,7 @@ def test_fixtures_saved_with_attention_dim_load_silently(path):
 def test_package_paths_warn_about_nothing(search):
     """`generate` (and through it `Translator` and the exports) calls the searches with the new
     names: no DeprecationWarning from the package's own code."""
-    model = Seq2Seq(12, 9, attention_units=5, **_SEQ2SEQ)
+    model = Seq2Seq(12, 9, score_units=5, **_SEQ2SEQ)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         result = model.generate(_IDS["source_ids"], max_length=3, **search)
@@ -305,9 +317,9 @@ def test_tuning_fixed_attention_dim():
     hp = keras_tuner.HyperParameters()
     with pytest.warns(DeprecationWarning, match="attention_dim"):
         old = search_space(hp, attention="bahdanau", attention_dim=5)
-    assert old["attention_units"] == 5 and "attention_dim" not in old
-    with pytest.raises(ValueError, match=r"Received: attention_dim=5, attention_units=4"):
-        search_space(hp, attention_dim=5, attention_units=4)
+    assert old["score_units"] == 5 and "attention_dim" not in old
+    with pytest.raises(ValueError, match=r"Received: attention_dim=5, score_units=4"):
+        search_space(hp, attention_dim=5, score_units=4)
     with pytest.warns(DeprecationWarning, match="attention_dim"):
         hypermodel = Seq2SeqHyperModel(
             12, 9, fixed={"attention": "bahdanau", "attention_dim": 5, "units": 6}
@@ -315,4 +327,4 @@ def test_tuning_fixed_attention_dim():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)  # warned once, not in every trial
         model = hypermodel.build(keras_tuner.HyperParameters())
-    assert model.get_config()["attention_units"] == 5
+    assert model.get_config()["score_units"] == 5

@@ -56,7 +56,7 @@ class Seq2SeqDecoder(ConfigLayer):
         alignment: Luong alignment, `"global"`, `"local_monotonic"` or `"local_predictive"`
             (ignored for Bahdanau). Defaults to `"global"`.
         window_radius: D of the local window. Defaults to `8`.
-        attention_units: Units of the additive / concat score (and of local-p's position
+        score_units: Units of the additive / concat score (and of local-p's position
             network): the attention layer's `units`, U. Defaults to `None` (the query size).
             Called `attention_dim` up to 0.2.0: that keyword still works, with a
             `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
@@ -75,7 +75,7 @@ class Seq2SeqDecoder(ConfigLayer):
 
     CONFIG_KEYS = (
         "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "attention",
-        "score_mode", "alignment", "window_radius", "attention_units", "input_feeding",
+        "score_mode", "alignment", "window_radius", "score_units", "input_feeding",
         "state_handover", "dropout", "scheduled_sampling", "scheduled_sampling_mode",
         "scheduled_sampling_excluded_tokens",
     )  # fmt: skip
@@ -91,7 +91,7 @@ class Seq2SeqDecoder(ConfigLayer):
         score_mode: str = "general",
         alignment: str = "global",
         window_radius: int = 8,
-        attention_units: int | None = None,
+        score_units: int | None = None,
         input_feeding: bool = True,
         state_handover: str = "dense",
         dropout: float = 0.0,
@@ -100,8 +100,8 @@ class Seq2SeqDecoder(ConfigLayer):
         scheduled_sampling_excluded_tokens: Any = None,
         **kwargs: Any,
     ) -> None:
-        attention_units = take_renamed(
-            kwargs, "Seq2SeqDecoder", "attention_dim", "attention_units", attention_units
+        score_units = take_renamed(
+            kwargs, "Seq2SeqDecoder", "attention_dim", "score_units", score_units
         )
         super().__init__(**kwargs)
         self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
@@ -109,10 +109,8 @@ class Seq2SeqDecoder(ConfigLayer):
         self.score_mode = score_mode
         self.alignment = alignment
         self.window_radius = check_int("window_radius", window_radius, minimum=0)
-        self.attention_units = (
-            None
-            if attention_units is None
-            else check_int("attention_units", attention_units, minimum=1)
+        self.score_units = (
+            None if score_units is None else check_int("score_units", score_units, minimum=1)
         )
         self.input_feeding = check_flag("input_feeding", input_feeding)
         self.state_handover = check_choice("state_handover", state_handover, HANDOVERS)
@@ -131,7 +129,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 score_mode=score_mode,
                 alignment=alignment,
                 window_radius=self.window_radius,
-                units=self.attention_units,
+                units=self.score_units,
                 name="luong_attention",
             )
             self.cell = LuongAttentionCell(
@@ -142,7 +140,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 attention_layer = LuongMonotonicAttention(name="monotonic_attention")
             elif score_mode == "concat":
                 attention_layer = BahdanauMonotonicAttention(
-                    units=self.attention_units, name="monotonic_attention"
+                    units=self.score_units, name="monotonic_attention"
                 )
             else:
                 raise ValueError(
@@ -154,13 +152,11 @@ class Seq2SeqDecoder(ConfigLayer):
             )
         elif self.attention == "location_sensitive":
             attention_layer = LocationSensitiveAttention(
-                units=self.attention_units, cumulative=True, name="location_sensitive_attention"
+                units=self.score_units, cumulative=True, name="location_sensitive_attention"
             )
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
         else:
-            attention_layer = AdditiveAttention(
-                units=self.attention_units, name="additive_attention"
-            )
+            attention_layer = AdditiveAttention(units=self.score_units, name="additive_attention")
             self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
         scheduled_sampling_mode = check_choice(
             "scheduled_sampling_mode", scheduled_sampling_mode, ("sample", "argmax")
@@ -197,7 +193,7 @@ class Seq2SeqDecoder(ConfigLayer):
     @classmethod
     def from_config(cls, config: dict):
         # Configs saved up to 0.2.0 say `attention_dim`: the same size, loaded silently.
-        return super().from_config(rename_config_key(config, "attention_dim", "attention_units"))
+        return super().from_config(rename_config_key(config, "attention_dim", "score_units"))
 
     def build(self, target_ids_shape, memory_shape) -> None:
         target_shape, memory_shape = tuple(target_ids_shape), tuple(memory_shape)

@@ -68,9 +68,9 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         alignment: Luong alignment: `"global"`, `"local_monotonic"`, `"local_predictive"`.
             Defaults to `"global"`.
         window_radius: D of local attention. Defaults to `8`.
-        attention_units: Units U of the additive / concat score: the attention layer's
-            `units` (`units` here is the decoder cells' size, and h̃'s; not
-            `LuongAttention(attention_units=)`, the size of h̃). Defaults to `None`. Called
+        score_units: Units U of the additive / concat score (and of local-p's position
+            network): the attention layer's `units` (`units` here is the decoder cells' size,
+            and h̃'s). Defaults to `None` (the query size). Called
             `attention_dim` up to 0.2.0: that keyword still works, with a
             `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
         input_feeding: Luong input feeding. Defaults to `True`.
@@ -130,7 +130,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         score_mode: str = "general",
         alignment: str = "global",
         window_radius: int = 8,
-        attention_units: int | None = None,
+        score_units: int | None = None,
         input_feeding: bool = True,
         state_handover: str = "dense",
         dropout: float = 0.0,
@@ -143,9 +143,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         oov_id: int | None = None,
         **kwargs: Any,
     ) -> None:
-        attention_units = take_renamed(
-            kwargs, "Seq2Seq", "attention_dim", "attention_units", attention_units
-        )
+        score_units = take_renamed(kwargs, "Seq2Seq", "attention_dim", "score_units", score_units)
         super().__init__(**kwargs)
         source_tokenizer = check_tokenizer("source_tokenizer", source_tokenizer)
         target_tokenizer = check_tokenizer("target_tokenizer", target_tokenizer)
@@ -186,7 +184,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             "score_mode": score_mode,
             "alignment": alignment,
             "window_radius": window_radius,
-            "attention_units": attention_units,
+            "score_units": score_units,
             "input_feeding": input_feeding,
             "state_handover": state_handover,
             "dropout": dropout,
@@ -229,7 +227,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             score_mode=score_mode,
             alignment=alignment,
             window_radius=window_radius,
-            attention_units=attention_units,
+            score_units=score_units,
             input_feeding=input_feeding,
             state_handover=state_handover,
             dropout=dropout,
@@ -499,7 +497,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     @classmethod
     def from_config(cls, config: dict):
         # Files saved up to 0.2.0 say `attention_dim`: the same size, loaded silently.
-        config = rename_config_key(copy.deepcopy(config), "attention_dim", "attention_units")
+        config = rename_config_key(copy.deepcopy(config), "attention_dim", "score_units")
         for key in ("source_tokenizer", "target_tokenizer"):
             if config.get(key) is not None:
                 import keras_attention.text  # noqa: F401  (registers the tokenizer classes)

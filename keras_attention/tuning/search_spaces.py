@@ -32,7 +32,7 @@ _SEQ2SEQ_ARGUMENTS = tuple(
 )
 #: Old names of `Seq2Seq` arguments, accepted in `fixed` as `Seq2Seq` accepts them: with a
 #: `DeprecationWarning`, until 0.4.0.
-_SEQ2SEQ_RENAMES = {"attention_dim": "attention_units"}
+_SEQ2SEQ_RENAMES = {"attention_dim": "score_units"}
 
 
 def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any]:

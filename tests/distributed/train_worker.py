@@ -36,7 +36,7 @@ SOURCE_LENGTH, TARGET_LENGTH = 9, 6
 # Model variants: Seq2Seq keyword arguments (dropout 0, so runs are deterministic).
 VARIANTS = {
     "luong": {"attention": "luong", "score_mode": "general", "alignment": "global"},
-    "bahdanau": {"attention": "bahdanau", "attention_units": 12},
+    "bahdanau": {"attention": "bahdanau", "score_units": 12},
 }
 
 

@@ -32,7 +32,7 @@ VARIANTS = {
         "alignment": "local_predictive",
         "window_radius": 2,
         "input_feeding": False,
-        "attention_units": 6,
+        "score_units": 6,
     },
     "bahdanau_gru_two_layers": {
         "attention": "bahdanau",

@@ -17,8 +17,8 @@ from tests.backend_utils import to_numpy
 
 OPTIONS = {
     "monotonic-general": {"attention": "monotonic", "score_mode": "general"},
-    "monotonic-concat": {"attention": "monotonic", "score_mode": "concat", "attention_units": 5},
-    "location-sensitive": {"attention": "location_sensitive", "attention_units": 5},
+    "monotonic-concat": {"attention": "monotonic", "score_mode": "concat", "score_units": 5},
+    "location-sensitive": {"attention": "location_sensitive", "score_units": 5},
 }
 SOURCE = np.array([[5, 6, 7, 3, 0, 0], [4, 8, 9, 10, 6, 3]], "int32")
 TARGET = np.array([[2, 7, 8, 0], [2, 9, 4, 5]], "int32")
