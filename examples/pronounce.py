@@ -701,7 +701,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--encoder-units", type=_positive_int, help="Per direction (units/2).")
     parser.add_argument("--encoder-layers", type=_positive_int, default=1)
     parser.add_argument("--embedding-dim", type=_positive_int, default=64)
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--dropout", type=float, default=0.0)  # 3.3x faster under XLA: §7
     parser.add_argument("--batch-size", type=_positive_int, default=128)
     parser.add_argument(
         "--precision", choices=("float32", "mixed_bfloat16"), default="float32",
