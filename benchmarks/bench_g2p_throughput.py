@@ -46,6 +46,8 @@ VARIANTS = {
     "bf16-batch512": ["--precision", "mixed_bfloat16", "--batch-size", "512"],
     "lstm": ["--rnn", "lstm"],
     "luong-nofeed": ["--attention", "luong", "--no-input-feeding"],
+    "dropout0": ["--dropout", "0"],
+    "encoder2": ["--encoder-layers", "2"],
 }
 
 

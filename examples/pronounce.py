@@ -701,7 +701,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--encoder-units", type=_positive_int, help="Per direction (units/2).")
     parser.add_argument("--encoder-layers", type=_positive_int, default=1)
     parser.add_argument("--embedding-dim", type=_positive_int, default=64)
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--dropout", type=float, default=0.0)  # 3.3x faster under XLA: §7
     parser.add_argument("--batch-size", type=_positive_int, default=128)
     parser.add_argument(
         "--precision", choices=("float32", "mixed_bfloat16"), default="float32",
@@ -897,6 +897,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  {word:12} → {' '.join(phones):24} (CMUdict: {known})")
 
     keras_path = output / "pronounce.keras"
+    # Saved compiled with Keras' own sparse cross-entropy, so that `keras.saving.load_model`
+    # opens it anywhere without this script (with the training loss, a custom class, it raised
+    # "Could not locate class 'SmoothedSparseCrossentropy'"). Training is over: only the
+    # saved compile config changes.
+    model.compile(
+        optimizer=model.optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     model.save(keras_path)
     (output / "phones.json").write_text(json.dumps(vocabulary.tokens), encoding="utf-8")
     saved_model = export_pronouncer(

@@ -24,6 +24,7 @@ from keras_attention.layers import (
     LuongAttention,
     LuongMonotonicAttention,
 )
+from keras_attention.models._dropout import HashedDropout
 from keras_attention.models._options import ATTENTION_TYPES, HANDOVERS, ConfigLayer
 
 
@@ -118,7 +119,7 @@ class Seq2SeqDecoder(ConfigLayer):
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
         )
-        self.dropout_layer = keras.layers.Dropout(self.dropout, name="dropout")
+        self.dropout_layer = HashedDropout(self.dropout, name="dropout")
         cell_class = keras.layers.LSTMCell if self.rnn == "lstm" else keras.layers.GRUCell
         cells = [
             cell_class(self.units, name=f"{self.rnn}_cell_{i}") for i in range(self.num_layers)

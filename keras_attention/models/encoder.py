@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_attention._validation import check_flag
 from keras_attention.cells.attention_rnn import embed_ids as embed
+from keras_attention.models._dropout import HashedDropout
 from keras_attention.models._options import ConfigLayer
 
 
@@ -63,7 +64,7 @@ class Seq2SeqEncoder(ConfigLayer):
         self.embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, mask_zero=True, name="embedding"
         )
-        self.dropout_layer = keras.layers.Dropout(self.dropout, name="dropout")
+        self.dropout_layer = HashedDropout(self.dropout, name="dropout")
         self.rnn_layers = []
         for i in range(self.num_layers):
             last = i == self.num_layers - 1

@@ -10,7 +10,8 @@ pipeline of the *global* batch (the strategy shards it: auto-shard policy, here 
                       train_worker.py, 5 steps of a global batch of 8 with SGD; the initial
                       weights are read from --weights-dir (written by train_worker.py's
                       one-process run) in `on_train_begin`, after `fit` has built the model
-                      (there is no other call). Writes per-step losses and final weights; the
+                      (there is no other call), then `evaluate`s the trained model on the same
+                      data. Writes per-step losses, the evaluated loss and final weights; the
                       chief also saves `<variant>.keras` and the outputs of the trained model.
     --model functional
                       A functional `keras.Model` around an `AttentionRNN` (Keras' own class,
@@ -96,9 +97,11 @@ def train_seq2seq(attention: str, args: argparse.Namespace, chief: bool) -> dict
     loader = LoadInitialWeights(Path(args.weights_dir) / f"{attention}.npz")
     recorder = StepLosses()
     model.fit(dataset(), epochs=1, verbose=0, callbacks=[loader, recorder])
+    evaluated = model.evaluate(dataset(), verbose=0)  # the trained model, every batch once
     result = {
         "built_at_train_begin": loader.built_at_train_begin,
         "losses": recorder.losses(),
+        "evaluate_loss": float(evaluated),
         "weights": [np.asarray(w, "float64").ravel().tolist() for w in model.get_weights()],
     }
     # Every worker saves (the variables are read collectively); only the chief's file is kept,

@@ -90,6 +90,8 @@ def test_seq2seq_two_workers_match_one_process(one_process, two_workers, attenti
         run = worker[attention]
         assert run["built_at_train_begin"]  # fit built the model itself
         np.testing.assert_allclose(run["losses"], reference["losses"], rtol=0, atol=TOLERANCE)
+        # `evaluate` of the trained model (the mixin's `test_step`) as on one process
+        assert abs(run["evaluate_loss"] - reference["evaluate_loss"]) <= TOLERANCE
         assert len(run["weights"]) == len(reference["weights"])
         for got, want in zip(run["weights"], reference["weights"]):
             np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE)

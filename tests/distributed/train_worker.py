@@ -177,8 +177,10 @@ def train(attention: str, scope, weights: Path) -> dict:
         callbacks=[recorder],
     )  # fmt: skip
     final = model.get_weights()
+    evaluated = model.evaluate(inputs, labels, batch_size=GLOBAL_BATCH, verbose=0)
     return {
         "losses": recorder.losses(),
+        "evaluate_loss": float(evaluated),
         "weights": [np.asarray(w, "float64").ravel().tolist() for w in final],
         "largest_update": max(float(np.max(np.abs(w - w0))) for w, w0 in zip(final, initial)),
     }

@@ -7,9 +7,12 @@ import json
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 from _example_loader import load_example
+
+from keras_attention.models import Translator
 
 pytestmark = pytest.mark.tensorflow_only  # tf.data pipeline, tf-text tokenizer, SavedModel
 
@@ -114,7 +117,15 @@ def test_smoke_run_trains_scores_draws_and_exports(tmp_path):
     assert said == list(results["answers"].values())
     empty = loaded.signatures["pronounce"](words=tf.constant([], tf.string))
     assert empty["pronunciations"].shape == (0,)
-    assert Path(results["keras_model"]).exists()
+    # pronounce.keras opens without the script's classes, and pronounces as the run did
+    reloaded = keras.saving.load_model(results["keras_model"])
+    assert reloaded.built and len(reloaded.weights) > 0
+    vocabulary = example.PhoneVocabulary([])
+    vocabulary.tokens = json.loads((output / "phones.json").read_text())
+    translator = Translator(reloaded, max_length=metrics["config"]["max_length"],
+                            beam_width=metrics["config"]["beam_width"])  # fmt: skip
+    said = example.predict(translator, ["knife", "ghoti"], vocabulary)
+    assert [" ".join(p) for p in said] == list(results["answers"].values())
     training = metrics["training"]
     assert training["budget_clock"] == "wall" and training["stopped_by"] == "epochs"
     assert 0 < training["cpu_seconds"] <= metrics["cpu_seconds"]

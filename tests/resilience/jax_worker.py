@@ -36,6 +36,7 @@ jax.distributed.initialize(
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from random_state_backup import BackupAndRestoreWithRandomState  # noqa: E402
 
 keras.distribution.set_distribution(keras.distribution.DataParallel(auto_shard_dataset=False))
 keras.utils.set_random_seed(0)
@@ -74,33 +75,6 @@ class Steps(keras.callbacks.Callback):
 # error surfaces (JAX dispatches asynchronously) while `save_weights` reads the variables at
 # the epoch's end, leaving a truncated `latest.weights.h5` ("truncated file: eof = 96" on the
 # restart). The previous backup, kept as `.bkp`, is then restored instead.
-class BackupAndRestoreWithRandomState(keras.callbacks.BackupAndRestore):
-    """`BackupAndRestore` that also backs up the seed generators' states (dropout's random
-    stream): they are variables but not weights, so `save_weights` leaves them out, and a
-    resumed run drew other dropout masks (its final weights differed from an uninterrupted
-    run's). They go into the training metadata, written with (and copied to `.bkp` with) it."""
-
-    def _states(self):
-        return [v for v in self.model.variables if v.path.endswith("seed_generator_state")]
-
-    def _save_model(self):
-        super()._save_model()
-        with open(self._training_metadata_path) as f:
-            metadata = json.load(f)
-        metadata["seed_states"] = [np.asarray(v.value).tolist() for v in self._states()]
-        with open(self._training_metadata_path + ".tmp", "w") as f:
-            json.dump(metadata, f)
-        os.replace(self._training_metadata_path + ".tmp", self._training_metadata_path)
-
-    def on_train_begin(self, logs=None):
-        super().on_train_begin(logs)  # (restores the `.bkp` pair if the latest is unreadable)
-        if os.path.exists(self._training_metadata_path):
-            with open(self._training_metadata_path) as f:
-                states = json.load(f).get("seed_states", [])
-            for variable, value in zip(self._states(), states):
-                variable.assign(np.asarray(value, dtype=variable.dtype))
-
-
 backup = BackupAndRestoreWithRandomState(
     os.path.join(args.backup, f"worker-{args.process_id}"),
     save_freq="epoch",
