@@ -259,7 +259,7 @@ class BaseAttentionCell(keras.layers.Layer):
         for layer, prepared in zip(self.attentions, memory.attentions):
             value = prepared.value
             shape = (steps, ops.shape(value)[0], ops.shape(value)[1])
-            noises.append(layer._step_noise(shape, training))  # (each layer's own kind)
+            noises.append(layer.step_noise(shape, training))  # (each layer's own kind)
         if all(noise is None for noise in noises):
             return memory
         return memory._replace(noises=tuple(noises))

@@ -62,7 +62,9 @@ class MonotonicAttention(RecurrentAttention):
             return None
         return self.sigmoid_noise * keras.random.normal(shape, seed=self.noise_generator)
 
-    def _step_noise(self, shape, training):
+    def step_noise(self, shape, training=None):
+        """The sigmoid noise of every step `[T, B, S]` (`sigmoid_noise` times a standard normal
+        draw) in training with `sigmoid_noise > 0`, else `None`."""
         return self._noise(shape, training)
 
     def attend_step(self, query, memory, states, training=None, noise=None):

@@ -450,11 +450,24 @@ class BaseAttention(keras.layers.Layer):
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights
 
-    def _step_noise(self, shape, training):
+    def step_noise(self, shape, training=None):
         """The random inputs of `T` query steps of one query each, drawn at once before a time
-        loop (`shape` `(T, B, S)`): the weights' scaled dropout keep-masks `[T, B, 1, n]` (`n`
-        from `_dropout_mask_width`) in training with `dropout > 0`, else `None`. Step t passes
-        row t to `attend(dropout_mask=...)`."""
+        loop, or `None` when the layer draws none.
+
+        Here: the attention weights' scaled dropout keep-masks `[T, B, 1, n]` (`n` the width of
+        the weights: `S`, or `2D + 1` over local windows) in training with `dropout > 0`; step
+        t passes row t to `attend(dropout_mask=...)`. Monotonic attention returns its sigmoid
+        noise `[T, B, S]` instead. Cells call this through
+        `BaseAttentionCell.draw_step_noise`, so that no random state changes inside their time
+        loop; a layer of your own that draws random inputs per step overrides it.
+
+        Args:
+            shape: `(T, B, S)`: steps, batch, memory steps (ints or scalar tensors).
+            training: Whether the noise is active. Defaults to `None` (inactive).
+
+        Returns:
+            A float32 tensor whose first axis is T, or `None`.
+        """
         if not training or self.dropout <= 0:
             return None
         steps, batch, length = shape

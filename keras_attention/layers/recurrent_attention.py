@@ -65,9 +65,9 @@ class RecurrentAttention(BaseAttention):
         """
         raise NotImplementedError
 
-    def _step_noise(self, shape, training):
+    def step_noise(self, shape, training=None):
         """Random inputs of every step `[T, B, S]` drawn at once (outside the time loop), or
-        `None`."""
+        `None` (see `BaseAttention.step_noise`)."""
         return None
 
     # ---------------------------------------------------------------- call
@@ -160,7 +160,7 @@ class RecurrentAttention(BaseAttention):
             steps = ops.shape(query)[1]
             output = ops.zeros((batch, steps, value.shape[-1]), dtype)
             return output, ops.zeros((batch, steps, length), dtype), states
-        noise = self._step_noise((ops.shape(query)[1], batch, length), training)
+        noise = self.step_noise((ops.shape(query)[1], batch, length), training)
         step_mask = None
         if query_mask is not None:
             step_mask = ops.transpose(ops.cast(query_mask, "bool"), (1, 0))  # [T, B]
