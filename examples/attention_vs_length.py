@@ -55,7 +55,7 @@ from __future__ import annotations
 import argparse
 import os
 import string
-import tempfile
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,17 @@ from keras import ops  # noqa: E402
 
 from keras_attention.decoding import greedy_search  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    apply_smoke,
+    compile_for_training,
+    make_parser,
+    output_folder,
+)
 
 PAD, UNK, START, END = 0, 1, 2, 3  # the ids keras_attention.text tokenizers use
 FIRST_TOKEN = 4  # letters are FIRST_TOKEN ... FIRST_TOKEN + alphabet - 1
@@ -350,21 +361,18 @@ def plot_alignments(translators: dict, test: dict, path: Path) -> bool:
 
 # --------------------------------------------------------------------------- main
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     for key, value in DEFAULTS.items():
         parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
-    parser.add_argument("--output-dir", default=None, help="Where to write (default: a temp dir).")
+    add_output_dir(parser)
     parser.add_argument(
         "--no-jit", dest="jit", action="store_false", help="Train and decode without XLA."
     )
-    parser.add_argument(
-        "--smoke", action="store_true", help="Tiny sizes, one epoch, trained eagerly (tests)."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data, weights and order.")
+    add_smoke(parser, "Tiny sizes, one epoch, trained eagerly (tests).")
+    add_seed(parser, "Seed of data, weights and order.")
     args = parser.parse_args(argv)
     if args.smoke:
-        for key, value in SMOKE.items():
-            setattr(args, key, value)
+        apply_smoke(args, SMOKE)
         args.jit = False  # compiling would cost more than the smoke run itself
     if not 1 <= args.min_length <= args.max_length:
         parser.error(f"need 1 <= --min-length <= --max-length, got {args.min_length}, "
@@ -376,8 +384,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train the four models, score them by source length; return tables and paths."""
     args = _parse(argv)
     config = {key: getattr(args, key) for key in DEFAULTS}
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="attention_vs_length_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "attention_vs_length_")
     started = time.perf_counter()
 
     train, test = make_datasets(config, args.seed)
@@ -391,10 +398,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in MODELS:
         keras.utils.set_random_seed(args.seed)
         model = build(name, config)
-        model.compile(
+        compile_for_training(
+            model,
             keras.optimizers.Adam(config["learning_rate"], clipnorm=1.0),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
             jit_compile=args.jit,
             run_eagerly=args.smoke,  # tracing the training step would take most of the smoke run
         )

@@ -76,7 +76,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -90,6 +89,18 @@ from keras_attention.metrics import sequence_error_rates  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    last_json_line,
+    make_parser,
+    output_folder,
+    positive_float,
+    positive_int,
+    run_checked,
+    unit_fraction,
+)
 from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LETTERS = "'abcdefghijklmnopqrstuvwxyz"
@@ -661,29 +672,8 @@ def export_pronouncer(model, vocabulary, path: Path, max_length: int, beam_width
 
 
 # ---------------------------------------------------------------- command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _smoothing(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--word", nargs="+", default=[], help="Words to pronounce at the end.")
     parser.add_argument("--keep-stress", action="store_true", help="Keep stress digits (AH0).")
     parser.add_argument("--attention", choices=("luong", "bahdanau"), default="bahdanau")
@@ -694,62 +684,62 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--alignment", choices=("global", "local_monotonic", "local_predictive"), default="global",
         help="Luong's.",
     )  # fmt: skip
-    parser.add_argument("--window", type=_positive_int, default=3, help="Local window radius D.")
+    parser.add_argument("--window", type=positive_int, default=3, help="Local window radius D.")
     parser.add_argument("--no-input-feeding", action="store_true")
     parser.add_argument("--rnn", choices=("gru", "lstm"), default="gru")
-    parser.add_argument("--units", type=_positive_int, default=256, help="Decoder units.")
-    parser.add_argument("--encoder-units", type=_positive_int, help="Per direction (units/2).")
-    parser.add_argument("--encoder-layers", type=_positive_int, default=1)
-    parser.add_argument("--embedding-dim", type=_positive_int, default=64)
+    parser.add_argument("--units", type=positive_int, default=256, help="Decoder units.")
+    parser.add_argument("--encoder-units", type=positive_int, help="Per direction (units/2).")
+    parser.add_argument("--encoder-layers", type=positive_int, default=1)
+    parser.add_argument("--embedding-dim", type=positive_int, default=64)
     parser.add_argument("--dropout", type=float, default=0.0)  # 3.3x faster under XLA: §7
-    parser.add_argument("--batch-size", type=_positive_int, default=128)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
     parser.add_argument(
         "--precision", choices=("float32", "mixed_bfloat16"), default="float32",
         help="Keras dtype policy of the model (the logits stay float32).",
     )  # fmt: skip
-    parser.add_argument("--learning-rate", type=_positive_float, default=3e-3, help="Peak.")
+    parser.add_argument("--learning-rate", type=positive_float, default=3e-3, help="Peak.")
     parser.add_argument(
-        "--label-smoothing", type=_smoothing, default=0.1,
+        "--label-smoothing", type=unit_fraction, default=0.1,
         help="Label smoothing of the training targets (0: plain cross-entropy).",
     )  # fmt: skip
     parser.add_argument(
         "--epochs",
-        type=_positive_int,
+        type=positive_int,
         help="At most (default 15; --long 80, --full 40, --smoke 1).",
     )
     parser.add_argument(
-        "--time-budget", type=_positive_float, default=28.5,
+        "--time-budget", type=positive_float, default=28.5,
         help="Minutes for the whole run; training stops in time for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--reserve", type=_positive_float, default=2.5,
+        "--reserve", type=positive_float, default=2.5,
         help="Minutes of the budget kept for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--cpu-budget", type=_positive_float, nargs="?", const=60.0, metavar="CPU_MINUTES",
+        "--cpu-budget", type=positive_float, nargs="?", const=60.0, metavar="CPU_MINUTES",
         help="Budget the run by this process's CPU time instead of wall time (alone: 60, what "
         "a quiet 2-core machine gives in 30 minutes); --time-budget is then not applied.",
     )  # fmt: skip
     parser.add_argument(
-        "--cpu-reserve", type=_positive_float, default=5.0,
+        "--cpu-reserve", type=positive_float, default=5.0,
         help="CPU minutes of --cpu-budget kept for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--ema", type=_smoothing, default=0.0, metavar="MOMENTUM",
+        "--ema", type=unit_fraction, default=0.0, metavar="MOMENTUM",
         help="Validate and keep an exponential moving average of the weights (e.g. 0.999).",
     )  # fmt: skip
-    parser.add_argument("--patience", type=_positive_int, default=3)
-    parser.add_argument("--beam-width", type=_positive_int, default=4)
-    parser.add_argument("--max-length", type=_positive_int, default=24, help="Phonemes + END.")
-    parser.add_argument("--train-words", type=_positive_int, help="Use only this many.")
-    parser.add_argument("--test-words", type=_positive_int, help="Score only this many.")
+    parser.add_argument("--patience", type=positive_int, default=3)
+    parser.add_argument("--beam-width", type=positive_int, default=4)
+    parser.add_argument("--max-length", type=positive_int, default=24, help="Phonemes + END.")
+    parser.add_argument("--train-words", type=positive_int, help="Use only this many.")
+    parser.add_argument("--test-words", type=positive_int, help="Score only this many.")
     parser.add_argument("--no-litert", action="store_true", help="Skip the .tflite export.")
     parser.add_argument("--no-xla", action="store_true", help="Train and decode without XLA.")
-    parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
-    parser.add_argument("--seed", type=int, default=0)
+    add_output_dir(parser, "Where to write (default: a temporary folder).")
+    add_seed(parser)
     parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
     parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
-    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, seconds (tests).")
+    add_smoke(parser, "Tiny sizes, seconds (tests).")
     resume_arguments(parser)
     args = parser.parse_args(argv)
     if args.attention == "bahdanau" and (args.alignment != "global" or args.score != "general"):
@@ -777,6 +767,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _translator(model: Seq2Seq, args: argparse.Namespace, beam_width: int) -> Translator:
+    """The Translator the command line asks for, with `beam_width` beams."""
+    return Translator(
+        model, max_length=args.max_length, beam_width=beam_width, jit_compile=not args.no_xla
+    )
+
+
 def _resume_settings(args: argparse.Namespace) -> dict:
     """The settings a backup must have been made with (the words to pronounce at the end,
     the output folder and the exports may differ)."""
@@ -789,8 +786,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parse(argv)
     started, cpu_started = time.perf_counter(), cpu_seconds()
     keras.utils.set_random_seed(args.seed)
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="pronounce_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "pronounce_")
 
     lexicon = load_lexicon(args.keep_stress)
     splits = split_words(lexicon, seed=args.seed)
@@ -824,9 +820,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         clock = "wall"
         budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
     # One translator for the validation curve (each epoch) and the test: compiled once.
-    translator = Translator(
-        model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
-    )
+    translator = _translator(model, args, args.beam_width)
     valid_words = sorted({w for w, _ in valid_pairs})
 
     def monitor() -> dict:
@@ -875,9 +869,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"WER {test_metrics['wer']:.2f}%, PER {test_metrics['per']:.2f}% "
           f"({eval_seconds:.0f} s)")  # fmt: skip
     write_predictions(output / "test_predictions.tsv", test_words, predictions, lexicon)
-    n_best_translator = translator if args.beam_width >= 4 else Translator(
-        model, max_length=args.max_length, beam_width=4, jit_compile=not args.no_xla
-    )  # fmt: skip
+    n_best_translator = translator if args.beam_width >= 4 else _translator(model, args, 4)
     n_best = n_best_coverage(n_best_translator, test_words, lexicon, vocabulary, n=4)
     print(f"words with several pronunciations: {n_best['words']}; "
           f"{n_best['share_found']:.2%} of their {n_best['references']} references are in "
@@ -990,7 +982,6 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
     """Export `pronounce.tflite`, run it in a fresh process that imports only `ai_edge_litert`
     and NumPy (batch 1, greedy and beam), and compare with the Keras model and the SavedModel:
     file size, median latency per word, and the share of words with the same phoneme ids."""
-    import subprocess
     import sys
 
     import tensorflow as tf
@@ -1005,20 +996,16 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
     words = [w for w in words if len(w) < SOURCE_LENGTH]
     source = encode_words(words, SOURCE_LENGTH)
     np.save(output / "litert_source_ids.npy", source)
-    run = subprocess.run(
+    stdout = run_checked(
         [sys.executable, "-c", LITERT_RUNNER, str(path), str(output / "litert_source_ids.npy"),
          str(output / "litert_ids.npz"), str(timed)],
-        capture_output=True, text=True, timeout=3600,
+        "running the .tflite file", timeout=3600,
     )  # fmt: skip
-    if run.returncode:
-        raise RuntimeError(f"running the .tflite file failed:\n{run.stderr[-3000:]}")
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    report = last_json_line(stdout)
     litert_ids = dict(np.load(output / "litert_ids.npz"))
     agreement = {}
     for name, width in (("greedy", 1), ("beam", args.beam_width)):
-        python = Translator(
-            model, max_length=args.max_length, beam_width=width, jit_compile=not args.no_xla
-        )
+        python = _translator(model, args, width)
         expected = np.concatenate(
             [python(source[i : i + 1024])["ids"] for i in range(0, len(source), 1024)]
         )

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -50,6 +51,16 @@ import numpy as np  # noqa: E402
 
 from keras_attention import LuongAttention  # noqa: E402
 from keras_attention.plot import plot_alignment  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    make_parser,
+    positive_int,
+    settings,
+)
 
 PAD = 0
 MARKER = 1
@@ -188,35 +199,24 @@ def attention_figure(
     return figure
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument(
-        "--epochs", type=_positive_int, help=f"Epochs per model. Default {DEFAULTS['epochs']}."
+        "--epochs", type=positive_int, help=f"Epochs per model. Default {DEFAULTS['epochs']}."
     )
     parser.add_argument(
-        "--batch-size", type=_positive_int, help=f"Batch size. Default {DEFAULTS['batch_size']}."
+        "--batch-size", type=positive_int, help=f"Batch size. Default {DEFAULTS['batch_size']}."
     )
     parser.add_argument(
         "--samples",
-        type=_positive_int,
+        type=positive_int,
         help=f"Training sequences (the test set is a fifth of it). Default {DEFAULTS['samples']}.",
     )
-    parser.add_argument(
-        "--output-dir",
-        default=None,
-        help="Where the .keras file and the PNG are written. Default: a new temporary directory.",
+    add_output_dir(
+        parser, "Where the .keras file and the PNG are written. Default: a new temporary directory."
     )
-    parser.add_argument(
-        "--smoke", action="store_true", help="Tiny sizes and 1 epoch: a quick check that it runs."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data and weights.")
+    add_smoke(parser, "Tiny sizes and 1 epoch: a quick check that it runs.")
+    add_seed(parser, "Seed of data and weights.")
     return parser.parse_args(argv)
 
 
@@ -224,10 +224,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train both models, compare them, round-trip the attention model; return the metrics."""
     wall_start = time.perf_counter()
     args = _parse(argv)
-    config = dict(SMOKE if args.smoke else DEFAULTS)
-    for name in ("epochs", "batch_size", "samples"):
-        if getattr(args, name) is not None:
-            config[name] = getattr(args, name)
+    config = settings(args, DEFAULTS, SMOKE, ("epochs", "batch_size", "samples"))
     vocab = FIRST_TOKEN + config["n_classes"]
     task = {k: config[k] for k in ("n_classes", "min_length", "max_length", "max_marker_position")}
     x_train, y_train, _ = make_data(config["samples"], seed=args.seed, **task)

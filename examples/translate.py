@@ -39,12 +39,9 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
-import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -57,9 +54,21 @@ import numpy as np  # noqa: E402
 
 from keras_attention.export import export_saved_model  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
-from keras_attention.text import CharTokenizer, normalize_text, pairs_dataset  # noqa: E402
+from keras_attention.text import normalize_text, pairs_dataset  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    char_tokenizers,
+    compile_for_training,
+    last_json_line,
+    make_parser,
+    output_folder,
+    positive_int,
+    run_checked,
+)
 from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LOCALES = (
@@ -221,22 +230,12 @@ def translate_in_fresh_process(model_dir: Path, queries: list[str]) -> dict:
         }}))
         """
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    if run.returncode:
-        raise RuntimeError(f"reloading the SavedModel failed:\n{run.stderr[-3000:]}")
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return last_json_line(run_checked([sys.executable, "-c", code], "reloading the SavedModel"))
 
 
 # ---------------------------------------------------------------- command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("queries", nargs="*", help="Raw strings to translate at the end.")
     parser.add_argument("--data", help="A source<TAB>target file instead of the date corpus.")
     parser.add_argument("--attention", choices=("luong", "bahdanau"), default="luong")
@@ -246,19 +245,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         choices=("global", "local_monotonic", "local_predictive"),
         default="global",
     )
-    parser.add_argument("--window", type=_positive_int, default=4, help="Local window radius D.")
+    parser.add_argument("--window", type=positive_int, default=4, help="Local window radius D.")
     parser.add_argument(
         "--no-input-feeding", action="store_true", help="Luong without input feeding."
     )
-    parser.add_argument("--units", type=_positive_int, default=128)
-    parser.add_argument("--epochs", type=_positive_int, default=4, help="At most (early stop).")
-    parser.add_argument("--batch-size", type=_positive_int, default=128)
-    parser.add_argument("--dates", type=_positive_int, default=6000, help="Distinct dates.")
-    parser.add_argument("--beam-width", type=_positive_int, default=1)
+    parser.add_argument("--units", type=positive_int, default=128)
+    parser.add_argument("--epochs", type=positive_int, default=4, help="At most (early stop).")
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--dates", type=positive_int, default=6000, help="Distinct dates.")
+    parser.add_argument("--beam-width", type=positive_int, default=1)
     parser.add_argument("--heatmaps", type=int, default=4, help="Alignment PNGs to write.")
-    parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, one epoch (tests).")
+    add_output_dir(parser, "Where to write (default: a temporary folder).")
+    add_seed(parser)
+    add_smoke(parser, "Tiny sizes, one epoch (tests).")
     resume_arguments(parser)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -278,8 +277,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parse(argv)
     started = time.perf_counter()
     keras.utils.set_random_seed(args.seed)
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="translate_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "translate_")
     queries = list(args.queries or ([] if args.data else DEFAULT_QUERIES))
 
     corpus = (
@@ -291,9 +289,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for source, target, locale, _ in train[:5]:
         print(f"  {locale:6} {source!r} → {target!r}")
 
-    source_tokenizer, target_tokenizer = CharTokenizer(), CharTokenizer()
-    source_tokenizer.adapt([row[0] for row in train])
-    target_tokenizer.adapt([row[1] for row in train])
+    source_tokenizer, target_tokenizer = char_tokenizers(
+        [row[0] for row in train], [row[1] for row in train]
+    )
     model = Seq2Seq(
         embedding_dim=64,
         units=args.units,
@@ -305,12 +303,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         source_tokenizer=source_tokenizer,
         target_tokenizer=target_tokenizer,
     )
-    model.compile(
-        keras.optimizers.Adam(3e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        jit_compile=True,
-    )
+    compile_for_training(model, keras.optimizers.Adam(3e-3))
 
     def dataset(rows, shuffle):
         sources, targets = [r[0] for r in rows], [r[1] for r in rows]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import tempfile
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,20 @@ import keras_tuner  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_attention.models import Translator  # noqa: E402
-from keras_attention.text import CharTokenizer, pairs_dataset  # noqa: E402
+from keras_attention.text import pairs_dataset  # noqa: E402
 from keras_attention.tuning import Seq2SeqHyperModel  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    char_tokenizers,
+    make_parser,
+    output_folder,
+    positive_int,
+    settings,
+)
 
 MAX_LENGTH = 12  # "yyyy-mm-dd", the end token and room to spare
 HYPERPARAMETERS = (
@@ -131,29 +143,20 @@ def print_table(rows: list[dict[str, Any]], fixed: dict[str, Any]) -> None:
         print(f"| {row['trial_id']} | " + " | ".join(cells) + f" | {score} | {seconds} |")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument(
-        "--trials", type=_positive_int, help=f"Trials. Default {DEFAULTS['trials']}."
+        "--trials", type=positive_int, help=f"Trials. Default {DEFAULTS['trials']}."
     )
     parser.add_argument(
-        "--epochs", type=_positive_int, help=f"Epochs per trial. Default {DEFAULTS['epochs']}."
+        "--epochs", type=positive_int, help=f"Epochs per trial. Default {DEFAULTS['epochs']}."
     )
     parser.add_argument(
-        "--samples", type=_positive_int, help=f"Training pairs. Default {DEFAULTS['samples']}."
+        "--samples", type=positive_int, help=f"Training pairs. Default {DEFAULTS['samples']}."
     )
-    parser.add_argument("--output-dir", default=None, help="Where to write (default: a temp dir).")
-    parser.add_argument(
-        "--smoke", action="store_true", help="2 tiny trials of 1 epoch, no XLA (the tests)."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data, search and weights.")
+    add_output_dir(parser)
+    add_smoke(parser, "2 tiny trials of 1 epoch, no XLA (the tests).")
+    add_seed(parser, "Seed of data, search and weights.")
     return parser.parse_args(argv)
 
 
@@ -161,22 +164,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Search, save and reload the best model, evaluate it; return what was measured."""
     wall_start = time.perf_counter()
     args = _parse(argv)
-    config = dict(SMOKE if args.smoke else DEFAULTS)
-    for name in ("trials", "epochs", "samples"):
-        if getattr(args, name) is not None:
-            config[name] = getattr(args, name)
+    config = settings(args, DEFAULTS, SMOKE, ("trials", "epochs", "samples"))
     fixed = dict(SMOKE_FIXED) if args.smoke else {}
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="tune_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "tune_")
     keras.utils.set_random_seed(args.seed)
 
     held_out = max(40, config["samples"] // 10)
     train_src, train_tgt, train_dates = dates.make_pairs(config["samples"], args.seed)
     val_src, val_tgt, val_dates = dates.make_pairs(held_out, args.seed + 1, train_dates)
     test_src, test_tgt, _ = dates.make_pairs(held_out, args.seed + 2, train_dates | val_dates)
-    source_tokenizer, target_tokenizer = CharTokenizer(lowercase=True), CharTokenizer()
-    source_tokenizer.adapt(train_src)
-    target_tokenizer.adapt(train_tgt)
+    source_tokenizer, target_tokenizer = char_tokenizers(
+        train_src, train_tgt, lowercase_source=True
+    )
     train = pairs_dataset(
         train_src, train_tgt, source_tokenizer, target_tokenizer,
         batch_size=config["batch_size"], shuffle=True, seed=args.seed,
