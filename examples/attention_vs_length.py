@@ -390,37 +390,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     train, test = make_datasets(config, args.seed)
     ranges = buckets(config["min_length"], config["max_length"], config["bucket_width"])
     counts = [int(((test["lengths"] >= a) & (test["lengths"] <= b)).sum()) for a, b in ranges]
-    x_train = {key: train[key] for key in ("source_ids", "target_ids")}
-    max_decode = config["max_length"] + 1
-
     exact, token, train_seconds, translators = {}, {}, {}, {}
-    verbose = 0 if args.smoke else 2
     for name in MODELS:
-        keras.utils.set_random_seed(args.seed)
-        model = build(name, config)
-        compile_for_training(
-            model,
-            keras.optimizers.Adam(config["learning_rate"], clipnorm=1.0),
-            jit_compile=args.jit,
-            run_eagerly=args.smoke,  # tracing the training step would take most of the smoke run
-        )
-        print(f"\n== {name}", flush=True)
-        t0 = time.perf_counter()
-        model.fit(
-            x_train,
-            train["labels"],
-            batch_size=config["batch_size"],
-            epochs=config["epochs"],
-            shuffle=True,
-            verbose=verbose,
-        )
-        train_seconds[name] = time.perf_counter() - t0
-        if name == "no attention":
-            predicted = decode_no_attention(model, test["source_ids"], max_decode)
-        else:
-            translators[name] = Translator(model, max_length=max_decode, jit_compile=args.jit)
-            predicted = translators[name](test["source_ids"])["ids"]
-        seq, tok = score(predicted, test["labels"])
+        model, train_seconds[name] = _train(name, config, args, train)
+        translator, seq, tok = _test(name, model, config, args, test)
+        if translator is not None:
+            translators[name] = translator
         exact[name] = by_bucket(seq, test["lengths"], ranges)
         token[name] = by_bucket(tok, test["lengths"], ranges)
         print(
@@ -458,6 +433,43 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "alignment_plot": None if alignment_path is None else str(alignment_path),
         "wall_seconds": wall,
     }
+
+
+def _train(name: str, config: dict, args: argparse.Namespace, train: dict) -> tuple:
+    """`(model, seconds)`: model `name` built from the seed and trained on `train`."""
+    keras.utils.set_random_seed(args.seed)
+    model = build(name, config)
+    compile_for_training(
+        model,
+        keras.optimizers.Adam(config["learning_rate"], clipnorm=1.0),
+        jit_compile=args.jit,
+        run_eagerly=args.smoke,  # tracing the training step would take most of the smoke run
+    )
+    print(f"\n== {name}", flush=True)
+    t0 = time.perf_counter()
+    model.fit(
+        {key: train[key] for key in ("source_ids", "target_ids")},
+        train["labels"],
+        batch_size=config["batch_size"],
+        epochs=config["epochs"],
+        shuffle=True,
+        verbose=0 if args.smoke else 2,
+    )
+    return model, time.perf_counter() - t0
+
+
+def _test(name: str, model, config: dict, args: argparse.Namespace, test: dict) -> tuple:
+    """`(translator, exact, token)`: greedy outputs on the test sources (the `Translator`
+    of an attention model, `None` without attention), scored per pair and per token."""
+    max_decode = config["max_length"] + 1
+    translator = None
+    if name == "no attention":
+        predicted = decode_no_attention(model, test["source_ids"], max_decode)
+    else:
+        translator = Translator(model, max_length=max_decode, jit_compile=args.jit)
+        predicted = translator(test["source_ids"])["ids"]
+    seq, tok = score(predicted, test["labels"])
+    return translator, seq, tok
 
 
 if __name__ == "__main__":

@@ -170,6 +170,47 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     train_src, train_tgt, train_dates = make_pairs(args.samples, args.seed)
     test_src, test_tgt, _ = make_pairs(max(20, args.samples // 20), args.seed + 1, train_dates)
+    model, train_seconds = _train(args, train_src, train_tgt)
+    translator = Translator(model, max_length=MAX_LENGTH)
+    predictions = translator.translate(test_src)
+    exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
+    print(f"\ntrained {args.epochs} epochs in {train_seconds:.1f} s; test exact match "
+          f"{exact:.1%} on {len(test_src)} unseen dates")  # fmt: skip
+
+    model_dir = output / "serving" / "translator" / "1"
+    # The source-length limit from the training data: twice its longest source, in tokens
+    # (a longer request is refused with a clear error instead of holding a core for seconds).
+    longest = int(model.source_tokenizer.tokenize(train_src).shape[1])
+    max_source_length = 2 * longest
+    export_saved_model(
+        model,
+        model_dir,
+        max_length=MAX_LENGTH,
+        max_source_length=max_source_length,
+        overwrite=True,
+    )
+    request = {"signature_name": "translate", "instances": queries}
+    served = _serve(model_dir, output, request, translator)
+    response = served["response"]
+    _print_report(queries, served, model_dir, output)
+    return {
+        "config": vars(args),
+        "train_seconds": train_seconds,
+        "test_exact_match": exact,
+        "model_dir": str(model_dir),
+        "max_source_length": max_source_length,
+        "request": request,
+        "predictions": response["predictions"],
+        "python_outputs": served["python_outputs"],
+        "served_equals_python": served["served_outputs"] == served["python_outputs"],
+        "saved_model_cli_equals_python": served["same_ids"],
+        "serving_process_keras_attention_modules": response["keras_attention"],
+    }
+
+
+def _train(args: argparse.Namespace, train_src: list, train_tgt: list) -> tuple:
+    """`(model, seconds)`: a Luong `Seq2Seq` with character tokenizers, trained on the
+    pairs."""
     source_tokenizer, target_tokenizer = char_tokenizers(
         train_src, train_tgt, lowercase_source=True
     )
@@ -188,44 +229,43 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     # pairs_dataset shuffles (anew each epoch); Keras cannot shuffle a tf.data pipeline.
     model.fit(data, epochs=args.epochs, shuffle=False, verbose=2 if not args.smoke else 0)
-    train_seconds = time.perf_counter() - started
+    return model, time.perf_counter() - started
 
-    translator = Translator(model, max_length=MAX_LENGTH)
-    predictions = translator.translate(test_src)
-    exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
-    print(f"\ntrained {args.epochs} epochs in {train_seconds:.1f} s; test exact match "
-          f"{exact:.1%} on {len(test_src)} unseen dates")  # fmt: skip
 
-    model_dir = output / "serving" / "translator" / "1"
-    # The source-length limit from the training data: twice its longest source, in tokens
-    # (a longer request is refused with a clear error instead of holding a core for seconds).
-    longest = int(source_tokenizer.tokenize(train_src).shape[1])
-    max_source_length = 2 * longest
-    export_saved_model(
-        model,
-        model_dir,
-        max_length=MAX_LENGTH,
-        max_source_length=max_source_length,
-        overwrite=True,
-    )
-    request = {"signature_name": "translate", "instances": queries}
+def _serve(model_dir: Path, output: Path, request: dict, translator: Translator) -> dict:
+    """Send `request` (written to `request.json`) to the export as TF Serving would (its
+    response written to `response.json`), run `saved_model_cli` on its ids, and translate
+    the same queries in Python: the answers of each."""
+    queries = request["instances"]
     (output / "request.json").write_text(json.dumps(request, ensure_ascii=False, indent=1))
-    source_ids = source_tokenizer.tokenize(queries, add_end=True).numpy()
+    source_ids = translator.source_tokenizer.tokenize(queries, add_end=True).numpy()
     served = query_like_tf_serving(model_dir, request, source_ids)
     response = served["response"]
     (output / "response.json").write_text(
         json.dumps({"predictions": response["predictions"]}, ensure_ascii=False, indent=1)
     )
     python_outputs = translator.translate(queries)
-    served_outputs = [p["outputs"] for p in response["predictions"]]
     same_ids = bool(np.array_equal(served["saved_model_cli_ids"], translator(source_ids)["ids"]))
+    return {
+        "response": response,
+        "served_outputs": [p["outputs"] for p in response["predictions"]],
+        "python_outputs": python_outputs,
+        "same_ids": same_ids,
+    }
 
+
+def _print_report(queries: list[str], served: dict, model_dir: Path, output: Path) -> None:
+    """Print the export's answers next to Python's, and how to serve and query it."""
     print("\n| query | exported model (translate) | Python translator |")
     print("|---|---|---|")
-    for query, served_out, python_out in zip(queries, served_outputs, python_outputs):
+    for query, served_out, python_out in zip(
+        queries, served["served_outputs"], served["python_outputs"]
+    ):
         print(f"| {query} | {served_out} | {python_out} |")
-    print(f"\nsaved_model_cli run serving_default: same ids as Python: {same_ids}")
-    print(f"keras_attention modules in the serving process: {response['keras_attention']}")
+    print(f"\nsaved_model_cli run serving_default: same ids as Python: {served['same_ids']}")
+    print(
+        f"keras_attention modules in the serving process: {served['response']['keras_attention']}"
+    )
     print(
         textwrap.dedent(
             f"""
@@ -239,19 +279,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   http://localhost:8501/v1/models/translator:predict"""
         )
     )
-    return {
-        "config": vars(args),
-        "train_seconds": train_seconds,
-        "test_exact_match": exact,
-        "model_dir": str(model_dir),
-        "max_source_length": max_source_length,
-        "request": request,
-        "predictions": response["predictions"],
-        "python_outputs": python_outputs,
-        "served_equals_python": served_outputs == python_outputs,
-        "saved_model_cli_equals_python": same_ids,
-        "serving_process_keras_attention_modules": response["keras_attention"],
-    }
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -58,6 +57,7 @@ from _common import (  # noqa: E402
     add_seed,
     add_smoke,
     make_parser,
+    output_folder,
     positive_int,
     settings,
 )
@@ -225,7 +225,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     wall_start = time.perf_counter()
     args = _parse(argv)
     config = settings(args, DEFAULTS, SMOKE, ("epochs", "batch_size", "samples"))
-    vocab = FIRST_TOKEN + config["n_classes"]
     task = {k: config[k] for k in ("n_classes", "min_length", "max_length", "max_marker_position")}
     x_train, y_train, _ = make_data(config["samples"], seed=args.seed, **task)
     test_samples = max(config["samples"] // 5, 64)
@@ -235,23 +234,44 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     models = {}
     for attention in (True, False):
         key = "attention" if attention else "no_attention"
-        keras.utils.set_random_seed(args.seed)
-        model = build_model(
-            vocab, config["n_classes"], config["embedding_dim"], config["units"], attention
-        )
-        start = time.perf_counter()
-        model.fit(
-            x_train,
-            y_train,
-            epochs=config["epochs"],
-            batch_size=config["batch_size"],
-            verbose=0,
-        )
-        seconds = time.perf_counter() - start
-        _, accuracy = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
-        results[key] = {"test_accuracy": float(accuracy), "train_seconds": seconds}
-        models[key] = model
+        models[key], results[key] = _train(config, args.seed, attention, (x_train, y_train))
+        _, accuracy = models[key].evaluate(x_test, y_test, batch_size=256, verbose=0)
+        results[key] = {"test_accuracy": float(accuracy), **results[key]}
+    _print_comparison(config, results)
 
+    model = models["attention"]
+    output_dir = str(output_folder(args, "sequential_attention_"))
+    results["saved_model"], before = _round_trip(model, x_test, output_dir)
+    # Where does the attention look? Call the trained layers directly to get the weights.
+    results["attention_weights"], weights = _attention_weights(
+        model, x_test, y_test, marker_test, before
+    )
+
+    plot_path = os.path.join(output_dir, "attention_weights.png")
+    shown = range(min(4, len(x_test)))
+    attention_figure(x_test, weights, marker_test, y_test, shown).savefig(plot_path, dpi=100)
+    results["attention_plot"] = plot_path
+    print(f"Pooled attention weights of {len(shown)} test sequences drawn to {plot_path}")
+
+    results["wall_seconds"] = time.perf_counter() - wall_start
+    print(f"\nTotal wall time {results['wall_seconds']:.1f}s")
+    return results
+
+
+def _train(config: dict, seed: int, attention: bool, train: tuple) -> tuple:
+    """`(model, {"train_seconds"})`: a model with or without attention, trained from `seed`."""
+    keras.utils.set_random_seed(seed)
+    vocab = FIRST_TOKEN + config["n_classes"]
+    model = build_model(
+        vocab, config["n_classes"], config["embedding_dim"], config["units"], attention
+    )
+    start = time.perf_counter()
+    model.fit(*train, epochs=config["epochs"], batch_size=config["batch_size"], verbose=0)
+    return model, {"train_seconds": time.perf_counter() - start}
+
+
+def _print_comparison(config: dict, results: dict) -> None:
+    """Print the task and both models' test accuracy and training time."""
     print(
         f"\nRecall the token after a marker ({config['samples']} sequences of length "
         f"{config['min_length']}-{config['max_length']}, {config['n_classes']} classes, "
@@ -262,23 +282,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         r = results[key]
         print(f"{label:<26}{r['test_accuracy']:>14.1%}{r['train_seconds']:>11.1f}s")
 
-    model = models["attention"]
-    output_dir = args.output_dir or tempfile.mkdtemp(prefix="sequential_attention_")
-    os.makedirs(output_dir, exist_ok=True)
+
+def _round_trip(model: keras.Model, x_test: np.ndarray, output_dir: str) -> tuple:
+    """`(findings, predictions)`: save `model` to `output_dir`, reload it in safe mode and
+    compare its test predictions with the model's."""
     path = os.path.join(output_dir, "sequential_attention.keras")
     model.save(path)
     reloaded = keras.saving.load_model(path, safe_mode=True)
     before = model.predict(x_test, batch_size=256, verbose=0)
     after = reloaded.predict(x_test, batch_size=256, verbose=0)
     identical = bool(np.array_equal(before, after))
-    results["saved_model"] = {
+    print(f"\nSaved to {path}; reloaded with safe_mode=True: predictions identical: {identical}")
+    findings = {
         "path": path,
         "predictions_identical": identical,
         "max_abs_difference": float(np.max(np.abs(before - after))),
     }
-    print(f"\nSaved to {path}; reloaded with safe_mode=True: predictions identical: {identical}")
+    return findings, before
 
-    # Where does the attention look? Call the trained layers directly to get the weights.
+
+def _attention_weights(model, x_test, y_test, marker_test, predictions) -> tuple:
+    """`(stats, weights)`: where the pooled attention looks on the test set (the trained
+    layers called directly, checked against the model's `predictions`), printed with one
+    example's weights around its marker."""
     context, weights = attend(model, x_test)
     direct = keras.ops.convert_to_numpy(model.get_layer("classifier")(context))
     rows = np.arange(len(x_test))
@@ -287,8 +313,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # one after it still holds it. Training settles on either, so both count as "on target".
     near = (marker_test + 1, marker_test + 2)
     argmax = np.argmax(weights, axis=1)
-    results["attention_weights"] = {
-        "direct_call_matches_model": bool(np.allclose(direct, before, atol=1e-5)),
+    stats = {
+        "direct_call_matches_model": bool(np.allclose(direct, predictions, atol=1e-5)),
         "max_weight_on_padding": float(np.max(np.where(x_test == PAD, weights, 0.0))),
         "mean_weight_after_marker": float(np.mean(sum(weights[rows, p] for p in near))),
         "argmax_after_marker": float(np.mean((argmax == near[0]) | (argmax == near[1]))),
@@ -308,23 +334,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         + "".join(f"{w:>7.3f}" for w in weights[row, lo:hi])
         + f"{1 - weights[row, lo:hi].sum():>7.3f}"
     )
-    stats = results["attention_weights"]
     print(
         f"Over the test set: mean weight on the two steps after the marker "
         f"{stats['mean_weight_after_marker']:.3f}; one of them gets the largest weight in "
         f"{stats['argmax_after_marker']:.1%} of the sequences; padding gets "
         f"{stats['max_weight_on_padding']:.1g} at most."
     )
-
-    plot_path = os.path.join(output_dir, "attention_weights.png")
-    shown = range(min(4, len(x_test)))
-    attention_figure(x_test, weights, marker_test, y_test, shown).savefig(plot_path, dpi=100)
-    results["attention_plot"] = plot_path
-    print(f"Pooled attention weights of {len(shown)} test sequences drawn to {plot_path}")
-
-    results["wall_seconds"] = time.perf_counter() - wall_start
-    print(f"\nTotal wall time {results['wall_seconds']:.1f}s")
-    return results
+    return stats, weights
 
 
 if __name__ == "__main__":

@@ -289,6 +289,49 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for source, target, locale, _ in train[:5]:
         print(f"  {locale:6} {source!r} → {target!r}")
 
+    model = build_model(args, train)
+    resume, initial_epoch, train_seconds = _train(model, args, output, train, validation)
+
+    translator = Translator(model, max_length=MAX_LENGTH, beam_width=args.beam_width)
+    predictions = translator.translate([row[0] for row in test])
+    table, markdown = results_table(test, predictions)
+    print(f"\ntest split ({len(test)} pairs of dates never seen in training):\n{markdown}")
+    misses = [(r[0], p, r[1]) for r, p in zip(test, predictions) if p != r[1]][:5]
+    for source, prediction, target in misses:
+        print(f"  miss: {source!r} → {prediction!r} (expected {target!r})")
+
+    heatmaps = write_heatmaps(translator, test, output / "alignments", args.heatmaps)
+    model_path = output / "translator.keras"
+    model.save(model_path)
+    model_dir = output / "serving" / "translator" / "1"
+    export_saved_model(
+        model, model_dir, max_length=MAX_LENGTH, beam_width=args.beam_width, overwrite=True
+    )
+    reloaded = _reload(model_dir, queries)
+    wall_seconds = time.perf_counter() - started
+    _print_summary(len(resume.history["loss"]), train_seconds, wall_seconds, output, heatmaps)
+    return {
+        "config": vars(args),
+        "pairs": {k: len(v) for k, v in corpus.items()},
+        "epochs_run": len(resume.history["loss"]),
+        "history": resume.history,
+        "resumed_from_epoch": initial_epoch,
+        "train_seconds": train_seconds,
+        "wall_seconds": wall_seconds,
+        "table": table,
+        "test_exact_match": table[0]["exact"],
+        "heatmaps": heatmaps,
+        "keras_model": str(model_path),
+        "saved_model": str(model_dir),
+        "queries": queries,
+        "reloaded_outputs": reloaded["outputs"],
+        "reload_imported_keras_attention": reloaded.get("keras_attention_imported", False),
+    }
+
+
+def build_model(args: argparse.Namespace, train: list) -> Seq2Seq:
+    """The compiled `Seq2Seq` of the flags, with character tokenizers adapted to the
+    training pairs."""
     source_tokenizer, target_tokenizer = char_tokenizers(
         [row[0] for row in train], [row[1] for row in train]
     )
@@ -304,11 +347,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         target_tokenizer=target_tokenizer,
     )
     compile_for_training(model, keras.optimizers.Adam(3e-3))
+    return model
+
+
+def _train(model: Seq2Seq, args: argparse.Namespace, output: Path, train, validation) -> tuple:
+    """`(resume, initial_epoch, seconds)`: train with early stopping and a backup at every
+    epoch's end (`--resume` goes on from the last one); the `ResumableTraining` callback
+    (its `history`), the epoch training started from, the seconds it took."""
 
     def dataset(rows, shuffle):
         sources, targets = [r[0] for r in rows], [r[1] for r in rows]
         return pairs_dataset(
-            sources, targets, source_tokenizer, target_tokenizer,
+            sources, targets, model.source_tokenizer, model.target_tokenizer,
             batch_size=args.batch_size, shuffle=shuffle, seed=args.seed,
         )  # fmt: skip
 
@@ -338,33 +388,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         callbacks=[early_stopping, resume],  # (resume after: it restores EarlyStopping's state)
         verbose=0 if args.smoke else 1,
     )
-    train_seconds = time.perf_counter() - train_started
+    return resume, initial_epoch, time.perf_counter() - train_started
 
-    translator = Translator(model, max_length=MAX_LENGTH, beam_width=args.beam_width)
-    predictions = translator.translate([row[0] for row in test])
-    table, markdown = results_table(test, predictions)
-    print(f"\ntest split ({len(test)} pairs of dates never seen in training):\n{markdown}")
-    misses = [(r[0], p, r[1]) for r, p in zip(test, predictions) if p != r[1]][:5]
-    for source, prediction, target in misses:
-        print(f"  miss: {source!r} → {prediction!r} (expected {target!r})")
 
-    heatmaps = write_heatmaps(translator, test, output / "alignments", args.heatmaps)
-    model_path = output / "translator.keras"
-    model.save(model_path)
-    model_dir = output / "serving" / "translator" / "1"
-    export_saved_model(
-        model, model_dir, max_length=MAX_LENGTH, beam_width=args.beam_width, overwrite=True
-    )
+def _reload(model_dir: Path, queries: list[str]) -> dict:
+    """Translate `queries` with the SavedModel reloaded in a fresh process, and print them."""
     reloaded = translate_in_fresh_process(model_dir, queries) if queries else {"outputs": []}
     if queries:
         print("\nthe SavedModel, reloaded in a fresh process (TensorFlow + tensorflow-text only):")
         for query, answer in zip(queries, reloaded["outputs"]):
             print(f"  {query!r} → {answer!r}")
-    wall_seconds = time.perf_counter() - started
+    return reloaded
+
+
+def _print_summary(epochs: int, train_seconds, wall_seconds, output: Path, heatmaps) -> None:
+    """Print the times, what was written and how to serve it."""
+    model_path = output / "translator.keras"
+    model_dir = output / "serving" / "translator" / "1"
     print(
         textwrap.dedent(
             f"""
-            trained {len(resume.history["loss"])} epochs in {train_seconds:.0f} s; """
+            trained {epochs} epochs in {train_seconds:.0f} s; """
             f"""total {wall_seconds:.0f} s
             written:
               {model_path}  (Keras model with its tokenizers)
@@ -374,23 +418,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                        -e MODEL_NAME=translator tensorflow/serving"""
         )
     )
-    return {
-        "config": vars(args),
-        "pairs": {k: len(v) for k, v in corpus.items()},
-        "epochs_run": len(resume.history["loss"]),
-        "history": resume.history,
-        "resumed_from_epoch": initial_epoch,
-        "train_seconds": train_seconds,
-        "wall_seconds": wall_seconds,
-        "table": table,
-        "test_exact_match": table[0]["exact"],
-        "heatmaps": heatmaps,
-        "keras_model": str(model_path),
-        "saved_model": str(model_dir),
-        "queries": queries,
-        "reloaded_outputs": reloaded["outputs"],
-        "reload_imported_keras_attention": reloaded.get("keras_attention_imported", False),
-    }
 
 
 if __name__ == "__main__":

@@ -169,24 +169,73 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     output = output_folder(args, "tune_")
     keras.utils.set_random_seed(args.seed)
 
+    data = _data(config, args.seed)
+    print(
+        f"Searching {config['trials']} trials x {config['epochs']} epochs on "
+        f"{config['samples']} date pairs ({len(data['val_src'])} validation, "
+        f"{len(data['test_src'])} test)"
+    )
+    search_start = time.perf_counter()
+    tuner = _search(data, config, fixed, args.seed, output)
+    search_seconds = time.perf_counter() - search_start
+    rows = trials_table(tuner)
+    if fixed:
+        print("fixed: " + ", ".join(f"{k}={v}" for k, v in fixed.items()))
+    print_table(rows, fixed)
+
+    model_path = output / "best_model.keras"
+    best_trial, best_values, checked = _check_best(tuner, model_path, data, config)
+    wall_seconds = time.perf_counter() - wall_start
+    print(f"\nsearch {search_seconds:.0f} s, total wall time {wall_seconds:.0f} s")
+    return {
+        "config": {**config, "fixed": fixed, "seed": args.seed},
+        "trials": rows,
+        "best": {
+            "trial_id": best_trial.trial_id,
+            "hyperparameters": best_values,
+            "val_accuracy": best_trial.score,
+        },
+        "model_path": str(model_path),
+        "tuner_dir": str(output / "tuner"),
+        **checked,
+        "search_seconds": search_seconds,
+        "wall_seconds": wall_seconds,
+    }
+
+
+def _data(config: dict, seed: int) -> dict:
+    """Disjoint training, validation and test dates; the tokenizers adapted to the training
+    pairs; the training and validation datasets."""
     held_out = max(40, config["samples"] // 10)
-    train_src, train_tgt, train_dates = dates.make_pairs(config["samples"], args.seed)
-    val_src, val_tgt, val_dates = dates.make_pairs(held_out, args.seed + 1, train_dates)
-    test_src, test_tgt, _ = dates.make_pairs(held_out, args.seed + 2, train_dates | val_dates)
+    train_src, train_tgt, train_dates = dates.make_pairs(config["samples"], seed)
+    val_src, val_tgt, val_dates = dates.make_pairs(held_out, seed + 1, train_dates)
+    test_src, test_tgt, _ = dates.make_pairs(held_out, seed + 2, train_dates | val_dates)
     source_tokenizer, target_tokenizer = char_tokenizers(
         train_src, train_tgt, lowercase_source=True
     )
     train = pairs_dataset(
         train_src, train_tgt, source_tokenizer, target_tokenizer,
-        batch_size=config["batch_size"], shuffle=True, seed=args.seed,
+        batch_size=config["batch_size"], shuffle=True, seed=seed,
     )  # fmt: skip
     validation = pairs_dataset(
         val_src, val_tgt, source_tokenizer, target_tokenizer, batch_size=config["batch_size"]
     )
+    return {
+        "source_tokenizer": source_tokenizer,
+        "target_tokenizer": target_tokenizer,
+        "train": train,
+        "validation": validation,
+        "val_src": val_src,
+        "test_src": test_src,
+        "test_tgt": test_tgt,
+    }
 
+
+def _search(data: dict, config: dict, fixed: dict, seed: int, output: Path):
+    """Run the random search (its trials in `output/tuner`); the tuner."""
     hypermodel = Seq2SeqHyperModel(
-        source_tokenizer=source_tokenizer,
-        target_tokenizer=target_tokenizer,
+        source_tokenizer=data["source_tokenizer"],
+        target_tokenizer=data["target_tokenizer"],
         fixed=fixed,
         jit_compile=config["jit_compile"],
     )
@@ -194,37 +243,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         hypermodel,
         objective="val_accuracy",
         max_trials=config["trials"],
-        seed=args.seed,
+        seed=seed,
         directory=str(output),
         project_name="tuner",
         overwrite=True,
     )
-    print(
-        f"Searching {config['trials']} trials x {config['epochs']} epochs on "
-        f"{config['samples']} date pairs ({len(val_src)} validation, {len(test_src)} test)"
-    )
-    search_start = time.perf_counter()
     # pairs_dataset shuffles (anew each epoch); Keras cannot shuffle a tf.data pipeline.
     tuner.search(
-        train, validation_data=validation, epochs=config["epochs"], shuffle=False, verbose=0
-    )
-    search_seconds = time.perf_counter() - search_start
-    rows = trials_table(tuner)
-    if fixed:
-        print("fixed: " + ", ".join(f"{k}={v}" for k, v in fixed.items()))
-    print_table(rows, fixed)
+        data["train"], validation_data=data["validation"], epochs=config["epochs"],
+        shuffle=False, verbose=0,
+    )  # fmt: skip
+    return tuner
 
+
+def _check_best(tuner, model_path: Path, data: dict, config: dict) -> tuple:
+    """`(best_trial, its values, findings)`: save the best model to `model_path`, reload it,
+    check that its outputs are the same, translate the test dates with it, and print it all."""
     best_trial = tuner.oracle.get_best_trials(1)[0]
     best = tuner.get_best_models(1)[0]  # rebuilt, with the best epoch's checkpoint
-    model_path = output / "best_model.keras"
     best.save(model_path)
     reloaded = keras.saving.load_model(model_path)
-    batch = next(iter(validation))[0]
+    batch = next(iter(data["validation"]))[0]
     identical = bool(
         np.array_equal(
             keras.ops.convert_to_numpy(best(batch)), keras.ops.convert_to_numpy(reloaded(batch))
         )
     )
+    test_src, test_tgt = data["test_src"], data["test_tgt"]
     translator = Translator(reloaded, max_length=MAX_LENGTH, jit_compile=config["jit_compile"])
     predictions = translator.translate(test_src)
     exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
@@ -249,24 +294,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(
             f"  {example['source']!r} -> {example['prediction']!r} (expected {example['target']!r})"
         )
-    wall_seconds = time.perf_counter() - wall_start
-    print(f"\nsearch {search_seconds:.0f} s, total wall time {wall_seconds:.0f} s")
-    return {
-        "config": {**config, "fixed": fixed, "seed": args.seed},
-        "trials": rows,
-        "best": {
-            "trial_id": best_trial.trial_id,
-            "hyperparameters": best_values,
-            "val_accuracy": best_trial.score,
-        },
-        "model_path": str(model_path),
-        "tuner_dir": str(output / "tuner"),
-        "reloaded_outputs_identical": identical,
-        "test_exact_match": exact,
-        "examples": examples,
-        "search_seconds": search_seconds,
-        "wall_seconds": wall_seconds,
-    }
+    findings = {"reloaded_outputs_identical": identical, "test_exact_match": exact}
+    return best_trial, best_values, {**findings, "examples": examples}
 
 
 if __name__ == "__main__":
