@@ -47,7 +47,7 @@ from keras_attention import (  # noqa: E402
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import add_smoke  # noqa: E402
+from _shared import add_smoke  # noqa: E402
 
 SYMBOLS, START = 3, 4  # tokens 1..3, start token 4, padding 0
 VOCAB = 5

@@ -82,7 +82,7 @@ from keras import ops  # noqa: E402
 from keras_attention import LuongAttention  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
     add_smoke,

@@ -89,7 +89,8 @@ from keras_attention.metrics import sequence_error_rates  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _resume import ResumableTraining, resume_arguments  # noqa: E402
+from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
     add_smoke,
@@ -101,7 +102,6 @@ from _common import (  # noqa: E402
     run_checked,
     unit_fraction,
 )
-from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LETTERS = "'abcdefghijklmnopqrstuvwxyz"
 WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")

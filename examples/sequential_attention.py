@@ -52,7 +52,7 @@ from keras_attention import LuongAttention  # noqa: E402
 from keras_attention.plot import plot_alignment  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (  # noqa: E402
+from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
     add_smoke,

@@ -57,7 +57,8 @@ from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 from keras_attention.text import normalize_text, pairs_dataset  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _resume import ResumableTraining, resume_arguments  # noqa: E402
+from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
     add_smoke,
@@ -69,7 +70,6 @@ from _common import (  # noqa: E402
     positive_int,
     run_checked,
 )
-from _resume import ResumableTraining, resume_arguments  # noqa: E402
 
 LOCALES = (
     "en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "it_IT", "pt_BR", "ru_RU", "el_GR", "ja_JP",

@@ -49,7 +49,7 @@ from keras_attention.text import pairs_dataset  # noqa: E402
 from keras_attention.tuning import Seq2SeqHyperModel  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
     add_smoke,

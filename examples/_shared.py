@@ -5,10 +5,11 @@ and running a fresh process that must not import `keras_attention`.
 Each example imports it after putting `examples/` on `sys.path` (as `_resume.py`)::
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import add_output_dir, add_seed, output_folder, positive_int  # noqa: E402
+    from _shared import add_output_dir, add_seed, output_folder, positive_int  # noqa: E402
 
 Every flag keeps its own name, default and help text in the script that declares it; these
-functions only stop the scripts from copying the same lines.
+functions only stop the scripts from copying the same lines. (Not `_common`: that is
+`benchmarks/_common.py`, and `benchmarks/bench_serving.py` imports an example after it.)
 """
 
 from __future__ import annotations
