@@ -64,7 +64,7 @@ def cpu_seconds() -> float:
     return times.user + times.system
 
 
-def main(argv=None) -> dict:
+def _parse(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--rounds", type=int, default=4)
@@ -74,13 +74,17 @@ def main(argv=None) -> dict:
         "--smoke", "--quick", action="store_true", help="Tiny model and data, no XLA."
     )
     args = parser.parse_args(argv)
-    names = args.variants.split(",")
-    unknown = [n for n in names if n not in VARIANTS]
+    args.names = args.variants.split(",")
+    unknown = [n for n in args.names if n not in VARIANTS]
     if unknown:
         parser.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+    return args
 
+
+def main(argv=None) -> dict:
+    args = _parse(argv)
+    names = args.names
     pronounce = load_pronounce()
-    import keras
 
     lexicon = pronounce.load_lexicon()
     splits = pronounce.split_words(lexicon, seed=0)
@@ -92,62 +96,13 @@ def main(argv=None) -> dict:
     vocabulary = pronounce.PhoneVocabulary(
         p for refs in lexicon.values() for ref in refs for p in ref
     )
-    runs = {}
-    for name in names:
-        settings = pronounce._parse([*smoke, *VARIANTS[name]])
-        keras.utils.set_random_seed(0)
-        model = pronounce.build_model(settings, vocabulary)
-        batches = pronounce.BucketedBatches(*zip(*pairs), vocabulary, settings.batch_size, seed=0)
-        started, cpu_started = time.perf_counter(), cpu_seconds()
-        for bucket in range(len(batches.buckets)):  # compile every bucket's program
-            source, inputs, labels = batches.buckets[bucket]
-            rows = slice(0, settings.batch_size)
-            model.train_on_batch(
-                {"source_ids": source[rows], "target_ids": inputs[rows]}, labels[rows]
-            )
-        runs[name] = {
-            "model": model,
-            "batches": batches,
-            "iterator": iter(batches),
-            "compile_seconds": time.perf_counter() - started,
-            "compile_cpu_seconds": cpu_seconds() - cpu_started,
-            "cpu": [],
-            "wall": [],
-            "settings": VARIANTS[name],
-            "batch_size": settings.batch_size,
-            "policy": settings.precision,
-        }
-        print(f"{name}: compiled {len(batches.buckets)} bucket programs in "
-              f"{runs[name]['compile_seconds']:.0f} s", flush=True)  # fmt: skip
+    runs = {name: _compiled(pronounce, name, smoke, pairs, vocabulary) for name in names}
     for round_ in range(args.rounds):
         for name in names:
-            run = runs[name]
-            done = 0
-            started, cpu_started = time.perf_counter(), cpu_seconds()
-            while done < args.pairs:
-                try:
-                    x, y = next(run["iterator"])
-                except StopIteration:
-                    run["iterator"] = iter(run["batches"])
-                    continue
-                run["model"].train_on_batch(x, y)
-                done += len(y)
-            run["cpu"].append(done / (cpu_seconds() - cpu_started))
-            run["wall"].append(done / (time.perf_counter() - started))
+            _turn(runs[name], args.pairs)
         scores = ", ".join(f"{n} {runs[n]['cpu'][-1]:.0f}" for n in names)
         print(f"round {round_ + 1}: {scores} pairs/CPU-s", flush=True)
-    base = statistics.median(runs[names[0]]["cpu"])
-    rows = []
-    for name in names:
-        run = runs[name]
-        cpu, wall = statistics.median(run["cpu"]), statistics.median(run["wall"])
-        rows.append({
-            "variant": name, "settings": " ".join(run["settings"]) or "(pronounce.py's)",
-            "pairs_per_cpu_second": cpu, "pairs_per_second": wall,
-            "cpu_share": wall / cpu, "ratio": cpu / base,
-            "compile_seconds": run["compile_seconds"],
-            "rounds_pairs_per_cpu_second": run["cpu"],
-        })  # fmt: skip
+    rows = _rows(runs, names)
     print()
     print(f"| variant | flags | pairs/CPU-s | pairs/s (wall) | CPU share | vs {names[0]} |")
     print("|---|---|---:|---:|---:|---:|")
@@ -166,6 +121,71 @@ def main(argv=None) -> dict:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
+
+
+def _compiled(pronounce, name: str, smoke: list, pairs: list, vocabulary) -> dict:
+    """Variant `name`'s model and batches, every bucket's training program compiled (one
+    batch each, timed): the state its turns go on from."""
+    import keras
+
+    settings = pronounce._parse([*smoke, *VARIANTS[name]])
+    keras.utils.set_random_seed(0)
+    model = pronounce.build_model(settings, vocabulary)
+    batches = pronounce.BucketedBatches(*zip(*pairs), vocabulary, settings.batch_size, seed=0)
+    started, cpu_started = time.perf_counter(), cpu_seconds()
+    for bucket in range(len(batches.buckets)):  # compile every bucket's program
+        source, inputs, labels = batches.buckets[bucket]
+        rows = slice(0, settings.batch_size)
+        model.train_on_batch({"source_ids": source[rows], "target_ids": inputs[rows]}, labels[rows])
+    run = {
+        "model": model,
+        "batches": batches,
+        "iterator": iter(batches),
+        "compile_seconds": time.perf_counter() - started,
+        "compile_cpu_seconds": cpu_seconds() - cpu_started,
+        "cpu": [],
+        "wall": [],
+        "settings": VARIANTS[name],
+        "batch_size": settings.batch_size,
+        "policy": settings.precision,
+    }
+    print(f"{name}: compiled {len(batches.buckets)} bucket programs in "
+          f"{run['compile_seconds']:.0f} s", flush=True)  # fmt: skip
+    return run
+
+
+def _turn(run: dict, pairs: int) -> None:
+    """Train `run`'s model on at least `pairs` pairs, going on from its last batch; record
+    the pairs per CPU second and per second."""
+    done = 0
+    started, cpu_started = time.perf_counter(), cpu_seconds()
+    while done < pairs:
+        try:
+            x, y = next(run["iterator"])
+        except StopIteration:
+            run["iterator"] = iter(run["batches"])
+            continue
+        run["model"].train_on_batch(x, y)
+        done += len(y)
+    run["cpu"].append(done / (cpu_seconds() - cpu_started))
+    run["wall"].append(done / (time.perf_counter() - started))
+
+
+def _rows(runs: dict, names: list[str]) -> list[dict]:
+    """The table's rows: each variant's median rates, against the first variant's."""
+    base = statistics.median(runs[names[0]]["cpu"])
+    rows = []
+    for name in names:
+        run = runs[name]
+        cpu, wall = statistics.median(run["cpu"]), statistics.median(run["wall"])
+        rows.append({
+            "variant": name, "settings": " ".join(run["settings"]) or "(pronounce.py's)",
+            "pairs_per_cpu_second": cpu, "pairs_per_second": wall,
+            "cpu_share": wall / cpu, "ratio": cpu / base,
+            "compile_seconds": run["compile_seconds"],
+            "rounds_pairs_per_cpu_second": run["cpu"],
+        })  # fmt: skip
+    return rows
 
 
 if __name__ == "__main__":

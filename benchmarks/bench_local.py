@@ -98,20 +98,17 @@ def _rss_kib() -> int:
 
 def worker(cfg: dict) -> dict:
     """Run one configuration in this (fresh) process; return time and memory figures."""
-    import resource
 
     import numpy as np
     import tensorflow as tf
 
     from keras_attention import LuongAttention
-    from keras_attention.functional import blocked_window_attention
 
     B, L, d = cfg["batch"], cfg["size"], cfg["dim"]
     rng = np.random.default_rng(0)
     query = tf.constant(rng.standard_normal((B, L, d)), "float32")
     memory = tf.constant(rng.standard_normal((B, L, d)), "float32")
     floor = cfg["alignment"] in ("floor", "sorted_bound")
-    sorted_bound = cfg["alignment"] == "sorted_bound"
     alignment = cfg["alignment"].split("/")[0]
     forced = cfg["alignment"].partition("/")[2]  # "windows", "tiles" or "" (auto)
     layer = LuongAttention(
@@ -126,30 +123,7 @@ def worker(cfg: dict) -> dict:
     def forward(q, m, training=None):
         if not floor:
             return layer([q, m], training=training)
-        # The dense work every local_predictive formulation must do, O(T·d²): the query
-        # projection s W_gᵀ and the position network v_p · tanh(s W_p); plus one read of the
-        # memory. No window is scored (that work is added analytically, see `floor_ms`).
-        flat = tf.reshape(q, (-1, d))
-        projected = tf.matmul(flat, layer.score_kernel, transpose_b=True)
-        logit = tf.linalg.matvec(
-            tf.tanh(tf.matmul(flat, layer.position_kernel)), layer.position_vector
-        )
-        gate = tf.reshape(tf.sigmoid(logit), tf.shape(q)[:2])  # p_t / S
-        projected = tf.reshape(projected, tf.shape(q))
-        if not sorted_bound:
-            return projected * gate[..., None] + m
-        # The sorted layout's least work (see the docstring): sort by centre, permute the
-        # queries, blocks over contiguous spans, permute the contexts back.
-        center = tf.cast(tf.floor(gate * L + 0.5), "int32")
-        order = tf.argsort(center, axis=-1, stable=True)
-        rows = tf.broadcast_to(tf.range(B)[:, None], tf.shape(order))
-        inverse = tf.scatter_nd(
-            tf.stack([rows, order], -1), tf.broadcast_to(tf.range(L)[None], tf.shape(order)),
-            tf.shape(order),
-        )  # fmt: skip
-        ordered = tf.gather(projected, order, batch_dims=1)
-        context, _ = blocked_window_attention(ordered, m, m, cfg["radius"])
-        return tf.gather(context, inverse, batch_dims=1) * gate[..., None]
+        return _floor_work(layer, q, m, cfg)
 
     @tf.function(jit_compile=cfg["jit"])
     def step(q, m):
@@ -162,6 +136,49 @@ def worker(cfg: dict) -> dict:
         return loss, tape.gradient(loss, [q, m, *variables])
 
     step.get_concrete_function(query, memory)  # trace now so the graph is in the baseline
+    return _measure(step, query, memory, cfg)
+
+
+def _floor_work(layer, q, m, cfg: dict):
+    """The `floor` and `sorted_bound` contenders: the least work of `local_predictive`."""
+    import tensorflow as tf
+
+    from keras_attention.functional import blocked_window_attention
+
+    B, L, d = cfg["batch"], cfg["size"], cfg["dim"]
+    sorted_bound = cfg["alignment"] == "sorted_bound"
+    # The dense work every local_predictive formulation must do, O(T·d²): the query
+    # projection s W_gᵀ and the position network v_p · tanh(s W_p); plus one read of the
+    # memory. No window is scored (that work is added analytically, see `floor_ms`).
+    flat = tf.reshape(q, (-1, d))
+    projected = tf.matmul(flat, layer.score_kernel, transpose_b=True)
+    logit = tf.linalg.matvec(tf.tanh(tf.matmul(flat, layer.position_kernel)), layer.position_vector)
+    gate = tf.reshape(tf.sigmoid(logit), tf.shape(q)[:2])  # p_t / S
+    projected = tf.reshape(projected, tf.shape(q))
+    if not sorted_bound:
+        return projected * gate[..., None] + m
+    # The sorted layout's least work (see the docstring): sort by centre, permute the
+    # queries, blocks over contiguous spans, permute the contexts back.
+    center = tf.cast(tf.floor(gate * L + 0.5), "int32")
+    order = tf.argsort(center, axis=-1, stable=True)
+    rows = tf.broadcast_to(tf.range(B)[:, None], tf.shape(order))
+    inverse = tf.scatter_nd(
+        tf.stack([rows, order], -1), tf.broadcast_to(tf.range(L)[None], tf.shape(order)),
+        tf.shape(order),
+    )  # fmt: skip
+    ordered = tf.gather(projected, order, batch_dims=1)
+    context, _ = blocked_window_attention(ordered, m, m, cfg["radius"])
+    return tf.gather(context, inverse, batch_dims=1) * gate[..., None]
+
+
+def _measure(step, query, memory, cfg: dict) -> dict:
+    """Time `step` (traced) after its warm-up steps, and the memory it adds to the process's
+    resident set; the worker's figures."""
+    import resource
+
+    import numpy as np
+
+    L = cfg["size"]
     baseline_kib = _rss_kib()
     maxrss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -318,27 +335,12 @@ def summarize(results: dict, cfg: dict) -> tuple[list[list[str]], list[dict]]:
                 continue
             ms = 1e3 * med(size, alignment, "step_s")
             mib = med(size, alignment, "peak_mib")
-            prev = sizes[sizes.index(size) - 1] if sizes.index(size) > 0 else None
-            if prev is not None and (prev, alignment) in results:
-                t_growth = med(size, alignment, "step_s") / med(prev, alignment, "step_s")
-                m_growth = mib / med(prev, alignment, "peak_mib")
-                growth = f"{t_growth:.1f}×", f"{m_growth:.1f}×"
-            else:
-                t_growth = m_growth = None
-                growth = "—", "—"
-            if alignment != "global" and (size, "global") in results:
-                speedup = C.median(
-                    [
-                        g["step_s"] / x["step_s"]
-                        for g, x in zip(
-                            results[(size, "global")], results[(size, alignment)], strict=True
-                        )
-                    ]
-                )
-                mem_ratio = med(size, "global", "peak_mib") / mib
+            t_growth, m_growth = _growth(results, sizes, size, alignment)
+            growth = ("—", "—") if t_growth is None else (f"{t_growth:.1f}×", f"{m_growth:.1f}×")
+            speedup, mem_ratio = _versus_global(results, size, alignment)
+            if speedup is not None:
                 speed_s, mem_s = f"{speedup:.1f}×", f"{mem_ratio:.1f}×"
             else:
-                speedup = mem_ratio = None
                 speed_s = mem_s = "(ref)" if alignment == "global" else "—"
             rows.append(
                 [
@@ -369,6 +371,37 @@ def summarize(results: dict, cfg: dict) -> tuple[list[list[str]], list[dict]]:
                 }
             )
     return rows, records
+
+
+def _growth(results: dict, sizes: list[int], size: int, alignment: str) -> tuple:
+    """`(time, memory)`: how many times the median step time and peak memory grew from the
+    previous size (`(None, None)` at the first size, or without a run there)."""
+    prev = sizes[sizes.index(size) - 1] if sizes.index(size) > 0 else None
+    if prev is None or (prev, alignment) not in results:
+        return None, None
+    t_growth = _median_of(results, size, alignment, "step_s") / _median_of(
+        results, prev, alignment, "step_s"
+    )
+    m_growth = _median_of(results, size, alignment, "peak_mib") / _median_of(
+        results, prev, alignment, "peak_mib"
+    )
+    return t_growth, m_growth
+
+
+def _versus_global(results: dict, size: int, alignment: str) -> tuple:
+    """`(speed-up, memory ratio)` of `alignment` over global attention at `size`: the median
+    of the rounds' time ratios, and global's median peak memory over this one's (`(None,
+    None)` for global itself, or without a global run at `size`)."""
+    if alignment == "global" or (size, "global") not in results:
+        return None, None
+    speedup = C.median(
+        [
+            g["step_s"] / x["step_s"]
+            for g, x in zip(results[(size, "global")], results[(size, alignment)], strict=True)
+        ]
+    )
+    mib = _median_of(results, size, alignment, "peak_mib")
+    return speedup, _median_of(results, size, "global", "peak_mib") / mib
 
 
 HEADER = [

@@ -100,25 +100,12 @@ def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial, j
     }
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--train", type=int, default=None, help="training pairs")
-    parser.add_argument("--json", default=None)
-    parser.add_argument(
-        "--no-jit", action="store_true", help="tf.function without XLA (compiles faster)"
-    )
-    args = parser.parse_args(argv)
-    epochs = args.epochs or (2 if args.quick else 12)
-    n_train = args.train or (256 if args.quick else 4000)
-    data, test = make_pairs(n_train, 0), make_pairs(1000 if not args.quick else 128, 1)
-    keras.utils.set_random_seed(0)
-    reference = Seq2Seq(16, 16, embedding_dim=16, units=32)
-    reference.build({"source_ids": (None, None), "target_ids": (None, None)})
-    initial = [keras.ops.convert_to_numpy(w) for w in reference.trainable_weights]
+def _contenders(epochs: int) -> list[tuple]:
+    """`(name, initial sampling probability, token mode, callback)` of each run: teacher
+    forcing, then scheduled sampling on the inverse-sigmoid schedule (sampled and argmax
+    tokens) and on the linear one."""
     k = max(1.0, epochs / 4)
-    runs = [
+    return [
         ("teacher forcing", None, "sample", None),
         (
             f"scheduled sampling, inverse sigmoid k={k:g}, sampled tokens",
@@ -139,6 +126,26 @@ def main(argv=None) -> dict:
             ScheduledSampling("linear", slope=0.5 / epochs, max_probability=0.5),
         ),
     ]
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--train", type=int, default=None, help="training pairs")
+    parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--no-jit", action="store_true", help="tf.function without XLA (compiles faster)"
+    )
+    args = parser.parse_args(argv)
+    epochs = args.epochs or (2 if args.quick else 12)
+    n_train = args.train or (256 if args.quick else 4000)
+    data, test = make_pairs(n_train, 0), make_pairs(1000 if not args.quick else 128, 1)
+    keras.utils.set_random_seed(0)
+    reference = Seq2Seq(16, 16, embedding_dim=16, units=32)
+    reference.build({"source_ids": (None, None), "target_ids": (None, None)})
+    initial = [keras.ops.convert_to_numpy(w) for w in reference.trainable_weights]
+    runs = _contenders(epochs)
     if args.quick:  # a smoke test: two runs, graph mode (XLA compilation dominates tiny runs)
         runs, args.no_jit = runs[:2], True
     info = C.machine_info()

@@ -122,19 +122,12 @@ def _requests(count: int, seed: int, limit: int) -> list:
     return made
 
 
-def main(argv=None) -> dict:
-    args = _parse(argv)
-    if args.quick:
-        args.requests, args.threads = 120, 2
+def _serve(translate, requests: list, threads: int) -> tuple:
+    """`(results, seconds, memory)`: answer `requests` from `threads` client threads at once;
+    each request's `(kind, seconds, error or None)`, the wall time, and the process's RSS (MB)
+    sampled every 50 ms from just before the clients start."""
     import tensorflow as tf
 
-    model_dir, limit = _export(args.model_dir, args.max_source_length)
-    translate = tf.saved_model.load(str(model_dir)).signatures["translate"]
-    requests = _requests(args.requests, args.seed, limit)
-
-    for kind in ("date", "nul", "empty", "at_limit"):  # warm-up: one of each good kind
-        value = next(v for k, v in requests if k == kind)
-        translate(inputs=value)
     work: queue.Queue = queue.Queue()
     for index, request in enumerate(requests):
         work.put((index, *request))
@@ -165,15 +158,20 @@ def main(argv=None) -> dict:
     sampler.start()
     time.sleep(0.1)
     started = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(args.threads)]
-    for thread in threads:
+    clients = [threading.Thread(target=client) for _ in range(threads)]
+    for thread in clients:
         thread.start()
-    for thread in threads:
+    for thread in clients:
         thread.join()
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
+    return results, elapsed, memory
 
+
+def _check_outcomes(results: list) -> tuple[list[str], int]:
+    """`(unexpected, refused)`: the requests that did not get what their kind expects (an
+    answer, or a refusal naming the reason), and how many were refused as expected."""
     unexpected, refused = [], 0
     for kind, _, outcome in results:
         expected = KINDS[kind][1]
@@ -183,6 +181,24 @@ def main(argv=None) -> dict:
             unexpected.append(f"{kind}: {'answered' if outcome is None else outcome[:200]}")
         elif expected is not None:
             refused += 1
+    return unexpected, refused
+
+
+def main(argv=None) -> dict:
+    args = _parse(argv)
+    if args.quick:
+        args.requests, args.threads = 120, 2
+    import tensorflow as tf
+
+    model_dir, limit = _export(args.model_dir, args.max_source_length)
+    translate = tf.saved_model.load(str(model_dir)).signatures["translate"]
+    requests = _requests(args.requests, args.seed, limit)
+
+    for kind in ("date", "nul", "empty", "at_limit"):  # warm-up: one of each good kind
+        value = next(v for k, v in requests if k == kind)
+        translate(inputs=value)
+    results, elapsed, memory = _serve(translate, requests, args.threads)
+    unexpected, refused = _check_outcomes(results)
     good = [t for k, t, _ in results if KINDS[k][1] is None]
     hostile = [t for k, t, _ in results if KINDS[k][1] is not None]
     counts = {k: sum(1 for r in results if r[0] == k) for k in KINDS}

@@ -55,7 +55,7 @@ from __future__ import annotations
 import argparse
 import os
 import string
-import tempfile
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,17 @@ from keras import ops  # noqa: E402
 
 from keras_attention.decoding import greedy_search  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    apply_smoke,
+    compile_for_training,
+    make_parser,
+    output_folder,
+)
 
 PAD, UNK, START, END = 0, 1, 2, 3  # the ids keras_attention.text tokenizers use
 FIRST_TOKEN = 4  # letters are FIRST_TOKEN ... FIRST_TOKEN + alphabet - 1
@@ -350,21 +361,18 @@ def plot_alignments(translators: dict, test: dict, path: Path) -> bool:
 
 # --------------------------------------------------------------------------- main
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     for key, value in DEFAULTS.items():
         parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
-    parser.add_argument("--output-dir", default=None, help="Where to write (default: a temp dir).")
+    add_output_dir(parser)
     parser.add_argument(
         "--no-jit", dest="jit", action="store_false", help="Train and decode without XLA."
     )
-    parser.add_argument(
-        "--smoke", action="store_true", help="Tiny sizes, one epoch, trained eagerly (tests)."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data, weights and order.")
+    add_smoke(parser, "Tiny sizes, one epoch, trained eagerly (tests).")
+    add_seed(parser, "Seed of data, weights and order.")
     args = parser.parse_args(argv)
     if args.smoke:
-        for key, value in SMOKE.items():
-            setattr(args, key, value)
+        apply_smoke(args, SMOKE)
         args.jit = False  # compiling would cost more than the smoke run itself
     if not 1 <= args.min_length <= args.max_length:
         parser.error(f"need 1 <= --min-length <= --max-length, got {args.min_length}, "
@@ -376,45 +384,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train the four models, score them by source length; return tables and paths."""
     args = _parse(argv)
     config = {key: getattr(args, key) for key in DEFAULTS}
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="attention_vs_length_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "attention_vs_length_")
     started = time.perf_counter()
 
     train, test = make_datasets(config, args.seed)
     ranges = buckets(config["min_length"], config["max_length"], config["bucket_width"])
     counts = [int(((test["lengths"] >= a) & (test["lengths"] <= b)).sum()) for a, b in ranges]
-    x_train = {key: train[key] for key in ("source_ids", "target_ids")}
-    max_decode = config["max_length"] + 1
-
     exact, token, train_seconds, translators = {}, {}, {}, {}
-    verbose = 0 if args.smoke else 2
     for name in MODELS:
-        keras.utils.set_random_seed(args.seed)
-        model = build(name, config)
-        model.compile(
-            keras.optimizers.Adam(config["learning_rate"], clipnorm=1.0),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-            jit_compile=args.jit,
-            run_eagerly=args.smoke,  # tracing the training step would take most of the smoke run
-        )
-        print(f"\n== {name}", flush=True)
-        t0 = time.perf_counter()
-        model.fit(
-            x_train,
-            train["labels"],
-            batch_size=config["batch_size"],
-            epochs=config["epochs"],
-            shuffle=True,
-            verbose=verbose,
-        )
-        train_seconds[name] = time.perf_counter() - t0
-        if name == "no attention":
-            predicted = decode_no_attention(model, test["source_ids"], max_decode)
-        else:
-            translators[name] = Translator(model, max_length=max_decode, jit_compile=args.jit)
-            predicted = translators[name](test["source_ids"])["ids"]
-        seq, tok = score(predicted, test["labels"])
+        model, train_seconds[name] = _train(name, config, args, train)
+        translator, seq, tok = _test(name, model, config, args, test)
+        if translator is not None:
+            translators[name] = translator
         exact[name] = by_bucket(seq, test["lengths"], ranges)
         token[name] = by_bucket(tok, test["lengths"], ranges)
         print(
@@ -452,6 +433,43 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "alignment_plot": None if alignment_path is None else str(alignment_path),
         "wall_seconds": wall,
     }
+
+
+def _train(name: str, config: dict, args: argparse.Namespace, train: dict) -> tuple:
+    """`(model, seconds)`: model `name` built from the seed and trained on `train`."""
+    keras.utils.set_random_seed(args.seed)
+    model = build(name, config)
+    compile_for_training(
+        model,
+        keras.optimizers.Adam(config["learning_rate"], clipnorm=1.0),
+        jit_compile=args.jit,
+        run_eagerly=args.smoke,  # tracing the training step would take most of the smoke run
+    )
+    print(f"\n== {name}", flush=True)
+    t0 = time.perf_counter()
+    model.fit(
+        {key: train[key] for key in ("source_ids", "target_ids")},
+        train["labels"],
+        batch_size=config["batch_size"],
+        epochs=config["epochs"],
+        shuffle=True,
+        verbose=0 if args.smoke else 2,
+    )
+    return model, time.perf_counter() - t0
+
+
+def _test(name: str, model, config: dict, args: argparse.Namespace, test: dict) -> tuple:
+    """`(translator, exact, token)`: greedy outputs on the test sources (the `Translator`
+    of an attention model, `None` without attention), scored per pair and per token."""
+    max_decode = config["max_length"] + 1
+    translator = None
+    if name == "no attention":
+        predicted = decode_no_attention(model, test["source_ids"], max_decode)
+    else:
+        translator = Translator(model, max_length=max_decode, jit_compile=args.jit)
+        predicted = translator(test["source_ids"])["ids"]
+    seq, tok = score(predicted, test["labels"])
+    return translator, seq, tok
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -50,7 +49,21 @@ import numpy as np  # noqa: E402
 
 from keras_attention.export import export_saved_model  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
-from keras_attention.text import CharTokenizer, pairs_dataset  # noqa: E402
+from keras_attention.text import pairs_dataset  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    char_tokenizers,
+    compile_for_training,
+    last_json_line,
+    make_parser,
+    output_folder,
+    positive_int,
+    run_checked,
+)
 
 MONTHS = [
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -98,33 +111,19 @@ def make_pairs(count: int, seed: int, exclude: set | None = None) -> tuple[list,
     return [sources[i] for i in order], [ordered[i].isoformat() for i in order], dates
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("queries", nargs="*", help="Dates to translate through the export.")
-    parser.add_argument("--samples", type=_positive_int, default=6000, help="Training pairs.")
-    parser.add_argument("--epochs", type=_positive_int, default=6, help="Training epochs.")
-    parser.add_argument("--units", type=_positive_int, default=96, help="Decoder LSTM units.")
-    parser.add_argument("--output-dir", default=None, help="Where to write (default: a temp dir).")
-    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, one epoch (tests).")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data and weights.")
+    parser.add_argument("--samples", type=positive_int, default=6000, help="Training pairs.")
+    parser.add_argument("--epochs", type=positive_int, default=6, help="Training epochs.")
+    parser.add_argument("--units", type=positive_int, default=96, help="Decoder LSTM units.")
+    add_output_dir(parser)
+    add_smoke(parser, "Tiny sizes, one epoch (tests).")
+    add_seed(parser, "Seed of data and weights.")
     args = parser.parse_args(argv)
     if args.smoke:
         args.samples, args.epochs, args.units = 200, 1, 16
     return args
-
-
-def _run(command: list[str]) -> str:
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if run.returncode:
-        raise RuntimeError(f"{command[0]} failed:\n{run.stderr[-3000:]}")
-    return run.stdout
 
 
 def query_like_tf_serving(model_dir: Path, request: dict, source_ids: np.ndarray) -> dict:
@@ -147,15 +146,16 @@ def query_like_tf_serving(model_dir: Path, request: dict, source_ids: np.ndarray
         print(json.dumps({{"predictions": predictions, "keras_attention": loaded_modules}}))
         """
     )
-    response = json.loads(_run([sys.executable, "-c", code]).strip().splitlines()[-1])
+    response = last_json_line(run_checked([sys.executable, "-c", code], sys.executable))
     cli = Path(sys.executable).with_name("saved_model_cli")
     with tempfile.TemporaryDirectory() as outdir:
-        _run(
+        run_checked(
             [
                 str(cli), "run", "--dir", str(model_dir), "--tag_set", "serve",
                 "--signature_def", "serving_default",
                 "--input_exprs", f"source_ids={source_ids.tolist()}", "--outdir", outdir,
-            ]
+            ],
+            str(cli),
         )  # fmt: skip
         cli_ids = np.load(Path(outdir) / "ids.npy")
     return {"response": response, "saved_model_cli_ids": cli_ids}
@@ -165,37 +165,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train, export, query the export; return what was measured and written."""
     args = _parse(argv)
     keras.utils.set_random_seed(args.seed)
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="export_for_serving_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "export_for_serving_")
     queries = args.queries or DEFAULT_QUERIES
 
     train_src, train_tgt, train_dates = make_pairs(args.samples, args.seed)
     test_src, test_tgt, _ = make_pairs(max(20, args.samples // 20), args.seed + 1, train_dates)
-    source_tokenizer, target_tokenizer = CharTokenizer(lowercase=True), CharTokenizer()
-    source_tokenizer.adapt(train_src)
-    target_tokenizer.adapt(train_tgt)
-    model = Seq2Seq(
-        embedding_dim=32,
-        units=args.units,
-        attention="luong",
-        score_mode="general",
-        source_tokenizer=source_tokenizer,
-        target_tokenizer=target_tokenizer,
-    )
-    model.compile(
-        keras.optimizers.Adam(5e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        jit_compile=True,
-    )
-    data = pairs_dataset(
-        train_src, train_tgt, source_tokenizer, target_tokenizer, shuffle=True, seed=args.seed
-    )
-    started = time.perf_counter()
-    # pairs_dataset shuffles (anew each epoch); Keras cannot shuffle a tf.data pipeline.
-    model.fit(data, epochs=args.epochs, shuffle=False, verbose=2 if not args.smoke else 0)
-    train_seconds = time.perf_counter() - started
-
+    model, train_seconds = _train(args, train_src, train_tgt)
     translator = Translator(model, max_length=MAX_LENGTH)
     predictions = translator.translate(test_src)
     exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
@@ -205,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model_dir = output / "serving" / "translator" / "1"
     # The source-length limit from the training data: twice its longest source, in tokens
     # (a longer request is refused with a clear error instead of holding a core for seconds).
-    longest = int(source_tokenizer.tokenize(train_src).shape[1])
+    longest = int(model.source_tokenizer.tokenize(train_src).shape[1])
     max_source_length = 2 * longest
     export_saved_model(
         model,
@@ -215,23 +190,82 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         overwrite=True,
     )
     request = {"signature_name": "translate", "instances": queries}
+    served = _serve(model_dir, output, request, translator)
+    response = served["response"]
+    _print_report(queries, served, model_dir, output)
+    return {
+        "config": vars(args),
+        "train_seconds": train_seconds,
+        "test_exact_match": exact,
+        "model_dir": str(model_dir),
+        "max_source_length": max_source_length,
+        "request": request,
+        "predictions": response["predictions"],
+        "python_outputs": served["python_outputs"],
+        "served_equals_python": served["served_outputs"] == served["python_outputs"],
+        "saved_model_cli_equals_python": served["same_ids"],
+        "serving_process_keras_attention_modules": response["keras_attention"],
+    }
+
+
+def _train(args: argparse.Namespace, train_src: list, train_tgt: list) -> tuple:
+    """`(model, seconds)`: a Luong `Seq2Seq` with character tokenizers, trained on the
+    pairs."""
+    source_tokenizer, target_tokenizer = char_tokenizers(
+        train_src, train_tgt, lowercase_source=True
+    )
+    model = Seq2Seq(
+        embedding_dim=32,
+        units=args.units,
+        attention="luong",
+        score_mode="general",
+        source_tokenizer=source_tokenizer,
+        target_tokenizer=target_tokenizer,
+    )
+    compile_for_training(model, keras.optimizers.Adam(5e-3))
+    data = pairs_dataset(
+        train_src, train_tgt, source_tokenizer, target_tokenizer, shuffle=True, seed=args.seed
+    )
+    started = time.perf_counter()
+    # pairs_dataset shuffles (anew each epoch); Keras cannot shuffle a tf.data pipeline.
+    model.fit(data, epochs=args.epochs, shuffle=False, verbose=2 if not args.smoke else 0)
+    return model, time.perf_counter() - started
+
+
+def _serve(model_dir: Path, output: Path, request: dict, translator: Translator) -> dict:
+    """Send `request` (written to `request.json`) to the export as TF Serving would (its
+    response written to `response.json`), run `saved_model_cli` on its ids, and translate
+    the same queries in Python: the answers of each."""
+    queries = request["instances"]
     (output / "request.json").write_text(json.dumps(request, ensure_ascii=False, indent=1))
-    source_ids = source_tokenizer.tokenize(queries, add_end=True).numpy()
+    source_ids = translator.source_tokenizer.tokenize(queries, add_end=True).numpy()
     served = query_like_tf_serving(model_dir, request, source_ids)
     response = served["response"]
     (output / "response.json").write_text(
         json.dumps({"predictions": response["predictions"]}, ensure_ascii=False, indent=1)
     )
     python_outputs = translator.translate(queries)
-    served_outputs = [p["outputs"] for p in response["predictions"]]
     same_ids = bool(np.array_equal(served["saved_model_cli_ids"], translator(source_ids)["ids"]))
+    return {
+        "response": response,
+        "served_outputs": [p["outputs"] for p in response["predictions"]],
+        "python_outputs": python_outputs,
+        "same_ids": same_ids,
+    }
 
+
+def _print_report(queries: list[str], served: dict, model_dir: Path, output: Path) -> None:
+    """Print the export's answers next to Python's, and how to serve and query it."""
     print("\n| query | exported model (translate) | Python translator |")
     print("|---|---|---|")
-    for query, served_out, python_out in zip(queries, served_outputs, python_outputs):
+    for query, served_out, python_out in zip(
+        queries, served["served_outputs"], served["python_outputs"]
+    ):
         print(f"| {query} | {served_out} | {python_out} |")
-    print(f"\nsaved_model_cli run serving_default: same ids as Python: {same_ids}")
-    print(f"keras_attention modules in the serving process: {response['keras_attention']}")
+    print(f"\nsaved_model_cli run serving_default: same ids as Python: {served['same_ids']}")
+    print(
+        f"keras_attention modules in the serving process: {served['response']['keras_attention']}"
+    )
     print(
         textwrap.dedent(
             f"""
@@ -245,19 +279,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   http://localhost:8501/v1/models/translator:predict"""
         )
     )
-    return {
-        "config": vars(args),
-        "train_seconds": train_seconds,
-        "test_exact_match": exact,
-        "model_dir": str(model_dir),
-        "max_source_length": max_source_length,
-        "request": request,
-        "predictions": response["predictions"],
-        "python_outputs": python_outputs,
-        "served_equals_python": served_outputs == python_outputs,
-        "saved_model_cli_equals_python": same_ids,
-        "serving_process_keras_attention_modules": response["keras_attention"],
-    }
 
 
 if __name__ == "__main__":

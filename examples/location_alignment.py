@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any
 
@@ -44,6 +45,9 @@ from keras_attention import (  # noqa: E402
     BahdanauAttentionCell,
     LocationSensitiveAttention,
 )
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _shared import add_smoke  # noqa: E402
 
 SYMBOLS, START = 3, 4  # tokens 1..3, start token 4, padding 0
 VOCAB = 5
@@ -104,7 +108,7 @@ def evaluate(model: keras.Model, data: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true")
+    add_smoke(parser)
     parser.add_argument("--epochs", type=int)
     args = parser.parse_args(argv)
     config = dict(SMOKE if args.smoke else DEFAULTS)

@@ -69,7 +69,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -81,6 +80,16 @@ import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 from keras_attention import LuongAttention  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    apply_smoke,
+    make_parser,
+    output_folder,
+)
 
 ALIGNMENTS = ("global", "local_monotonic", "local_predictive")
 NO_LABEL = 0  # tokens are 1 … alphabet; the first `lag` steps get label 0 and weight 0
@@ -345,7 +354,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     for key, value in DEFAULTS.items():
         flag = f"--{key.replace('_', '-')}"
         if key == "alignments":
@@ -361,16 +370,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="Run every configuration in this process (faster start; memory figures then "
         "include what earlier configurations left allocated).",
     )
-    parser.add_argument("--output-dir", default=None, help="Where to write results.json.")
-    parser.add_argument(
-        "--smoke", action="store_true", help="Tiny sizes, in-process, no XLA (tests)."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data and weights.")
+    add_output_dir(parser, "Where to write results.json.")
+    add_smoke(parser, "Tiny sizes, in-process, no XLA (tests).")
+    add_seed(parser, "Seed of data and weights.")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:
-        for key, value in SMOKE.items():
-            setattr(args, key, value)
+        apply_smoke(args, SMOKE)
         args.in_process, args.jit = True, False  # compiling costs more than the steps
     if args.window_radius < args.lag:
         parser.error(f"--window-radius must be >= --lag ({args.lag}) for the local window to "
@@ -386,8 +392,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(json.dumps(run_config(**job)))
         return {}
     config = {key: getattr(args, key) for key in DEFAULTS}
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="long_sequences_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "long_sequences_")
     started = time.perf_counter()
     print(
         f"# delayed copy (lag {config['lag']}), LuongAttention(general) self-attention, "

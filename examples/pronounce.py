@@ -76,7 +76,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -91,6 +90,18 @@ from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _resume import ResumableTraining, resume_arguments  # noqa: E402
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    last_json_line,
+    make_parser,
+    output_folder,
+    positive_float,
+    positive_int,
+    run_checked,
+    unit_fraction,
+)
 
 LETTERS = "'abcdefghijklmnopqrstuvwxyz"
 WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")
@@ -661,31 +672,33 @@ def export_pronouncer(model, vocabulary, path: Path, max_length: int, beam_width
 
 
 # ---------------------------------------------------------------- command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _smoothing(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--word", nargs="+", default=[], help="Words to pronounce at the end.")
     parser.add_argument("--keep-stress", action="store_true", help="Keep stress digits (AH0).")
+    _add_model_flags(parser)
+    _add_training_flags(parser)
+    parser.add_argument("--beam-width", type=positive_int, default=4)
+    parser.add_argument("--max-length", type=positive_int, default=24, help="Phonemes + END.")
+    parser.add_argument("--train-words", type=positive_int, help="Use only this many.")
+    parser.add_argument("--test-words", type=positive_int, help="Score only this many.")
+    parser.add_argument("--no-litert", action="store_true", help="Skip the .tflite export.")
+    parser.add_argument("--no-xla", action="store_true", help="Train and decode without XLA.")
+    add_output_dir(parser, "Where to write (default: a temporary folder).")
+    add_seed(parser)
+    parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
+    parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
+    add_smoke(parser, "Tiny sizes, seconds (tests).")
+    resume_arguments(parser)
+    args = parser.parse_args(argv)
+    _check_flags(parser, args)
+    _apply_presets(args)
+    return args
+
+
+def _add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """The model's flags: attention, recurrent cells, sizes (and the batch's), dropout,
+    precision."""
     parser.add_argument("--attention", choices=("luong", "bahdanau"), default="bahdanau")
     parser.add_argument(
         "--score", choices=("dot", "general", "concat"), default="general", help="Luong's."
@@ -694,64 +707,60 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--alignment", choices=("global", "local_monotonic", "local_predictive"), default="global",
         help="Luong's.",
     )  # fmt: skip
-    parser.add_argument("--window", type=_positive_int, default=3, help="Local window radius D.")
+    parser.add_argument("--window", type=positive_int, default=3, help="Local window radius D.")
     parser.add_argument("--no-input-feeding", action="store_true")
     parser.add_argument("--rnn", choices=("gru", "lstm"), default="gru")
-    parser.add_argument("--units", type=_positive_int, default=256, help="Decoder units.")
-    parser.add_argument("--encoder-units", type=_positive_int, help="Per direction (units/2).")
-    parser.add_argument("--encoder-layers", type=_positive_int, default=1)
-    parser.add_argument("--embedding-dim", type=_positive_int, default=64)
+    parser.add_argument("--units", type=positive_int, default=256, help="Decoder units.")
+    parser.add_argument("--encoder-units", type=positive_int, help="Per direction (units/2).")
+    parser.add_argument("--encoder-layers", type=positive_int, default=1)
+    parser.add_argument("--embedding-dim", type=positive_int, default=64)
     parser.add_argument("--dropout", type=float, default=0.0)  # 3.3x faster under XLA: §7
-    parser.add_argument("--batch-size", type=_positive_int, default=128)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
     parser.add_argument(
         "--precision", choices=("float32", "mixed_bfloat16"), default="float32",
         help="Keras dtype policy of the model (the logits stay float32).",
     )  # fmt: skip
-    parser.add_argument("--learning-rate", type=_positive_float, default=3e-3, help="Peak.")
+
+
+def _add_training_flags(parser: argparse.ArgumentParser) -> None:
+    """Training's flags: learning rate, label smoothing, epochs, the time or CPU budget,
+    weight averaging, early stopping."""
+    parser.add_argument("--learning-rate", type=positive_float, default=3e-3, help="Peak.")
     parser.add_argument(
-        "--label-smoothing", type=_smoothing, default=0.1,
+        "--label-smoothing", type=unit_fraction, default=0.1,
         help="Label smoothing of the training targets (0: plain cross-entropy).",
     )  # fmt: skip
     parser.add_argument(
         "--epochs",
-        type=_positive_int,
+        type=positive_int,
         help="At most (default 15; --long 80, --full 40, --smoke 1).",
     )
     parser.add_argument(
-        "--time-budget", type=_positive_float, default=28.5,
+        "--time-budget", type=positive_float, default=28.5,
         help="Minutes for the whole run; training stops in time for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--reserve", type=_positive_float, default=2.5,
+        "--reserve", type=positive_float, default=2.5,
         help="Minutes of the budget kept for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--cpu-budget", type=_positive_float, nargs="?", const=60.0, metavar="CPU_MINUTES",
+        "--cpu-budget", type=positive_float, nargs="?", const=60.0, metavar="CPU_MINUTES",
         help="Budget the run by this process's CPU time instead of wall time (alone: 60, what "
         "a quiet 2-core machine gives in 30 minutes); --time-budget is then not applied.",
     )  # fmt: skip
     parser.add_argument(
-        "--cpu-reserve", type=_positive_float, default=5.0,
+        "--cpu-reserve", type=positive_float, default=5.0,
         help="CPU minutes of --cpu-budget kept for evaluation and export.",
     )  # fmt: skip
     parser.add_argument(
-        "--ema", type=_smoothing, default=0.0, metavar="MOMENTUM",
+        "--ema", type=unit_fraction, default=0.0, metavar="MOMENTUM",
         help="Validate and keep an exponential moving average of the weights (e.g. 0.999).",
     )  # fmt: skip
-    parser.add_argument("--patience", type=_positive_int, default=3)
-    parser.add_argument("--beam-width", type=_positive_int, default=4)
-    parser.add_argument("--max-length", type=_positive_int, default=24, help="Phonemes + END.")
-    parser.add_argument("--train-words", type=_positive_int, help="Use only this many.")
-    parser.add_argument("--test-words", type=_positive_int, help="Score only this many.")
-    parser.add_argument("--no-litert", action="store_true", help="Skip the .tflite export.")
-    parser.add_argument("--no-xla", action="store_true", help="Train and decode without XLA.")
-    parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
-    parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
-    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, seconds (tests).")
-    resume_arguments(parser)
-    args = parser.parse_args(argv)
+    parser.add_argument("--patience", type=positive_int, default=3)
+
+
+def _check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit with a message on flags that contradict each other."""
     if args.attention == "bahdanau" and (args.alignment != "global" or args.score != "general"):
         parser.error(
             "--alignment and --score choose Luong's attention: add --attention luong. "
@@ -761,6 +770,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--resume continues the run in --output-dir: give it.")
     if args.long and args.full:
         parser.error("--long and --full are two settings: choose one.")
+
+
+def _apply_presets(args: argparse.Namespace) -> None:
+    """Set what `--long`, `--full` and `--smoke` change, and the default epochs."""
     if args.long:  # 3 hours on 2 CPU cores: a 2-layer encoder, more epochs, more dropout
         args.encoder_layers, args.epochs, args.time_budget = 2, args.epochs or 80, 178.0
         args.dropout, args.patience, args.reserve = 0.2, 6, 4.0
@@ -774,7 +787,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.cpu_reserve = min(args.cpu_reserve, 1.0)
         args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
     args.epochs = args.epochs or 15
-    return args
+
+
+def _translator(model: Seq2Seq, args: argparse.Namespace, beam_width: int) -> Translator:
+    """The Translator the command line asks for, with `beam_width` beams."""
+    return Translator(
+        model, max_length=args.max_length, beam_width=beam_width, jit_compile=not args.no_xla
+    )
 
 
 def _resume_settings(args: argparse.Namespace) -> dict:
@@ -789,10 +808,59 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parse(argv)
     started, cpu_started = time.perf_counter(), cpu_seconds()
     keras.utils.set_random_seed(args.seed)
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="pronounce_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "pronounce_")
 
     lexicon = load_lexicon(args.keep_stress)
+    data = _data(args, lexicon, output)
+    vocabulary = data["vocabulary"]
+    model = build_model(args, vocabulary)
+    # One translator for the validation curve (each epoch) and the test: compiled once.
+    translator = _translator(model, args, args.beam_width)
+    training = _train(model, translator, args, data, lexicon, output, started, cpu_started)
+
+    test_words = data["test_words"]
+    test_metrics, eval_seconds, n_best = _test(model, translator, args, data, lexicon, output)
+    in_training = set(data["train_words"])
+    heatmaps = write_heatmaps(
+        translator, vocabulary, HARD_WORDS, output / "alignments", in_training
+    )
+    answers = _pronounce_queries(translator, args, lexicon, vocabulary)
+    keras_path, saved_model = _save(model, vocabulary, output, args)
+    litert = {} if args.no_litert else litert_report(model, translator, test_words, output, args)
+
+    wall_seconds = time.perf_counter() - started
+    run_cpu_seconds = cpu_seconds() - cpu_started
+    metrics = {
+        "test": test_metrics,
+        "n_best": n_best,
+        "training": training,
+        "evaluation_seconds": eval_seconds,
+        "wall_seconds": wall_seconds,
+        "cpu_seconds": run_cpu_seconds,  # the LiteRT runner (a child process) included
+        "cpu_share": run_cpu_seconds / wall_seconds,  # 2.0: both cores all the time
+        "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
+        "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
+        "litert": litert,
+    }
+    (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    print(f"total {wall_seconds / 60:.1f} min, {run_cpu_seconds / 60:.1f} CPU min "
+          f"({run_cpu_seconds / wall_seconds:.0%} of a core); written to {output}")  # fmt: skip
+    return {
+        **metrics,
+        "splits": data["split_paths"],
+        "predictions": str(output / "test_predictions.tsv"),
+        "metrics_path": str(output / "metrics.json"),
+        "heatmaps": heatmaps,
+        "keras_model": str(keras_path),
+        "saved_model": saved_model,
+        "answers": {w: " ".join(p) for w, p in answers.items()},
+    }
+
+
+def _data(args: argparse.Namespace, lexicon: dict, output: Path) -> dict:
+    """The split by word (written to `output/splits`), the training words (a seeded subset
+    with `--train-words`) and their pairs, the validation pairs, the test words (evenly
+    spaced with `--test-words`) and the phoneme vocabulary."""
     splits = split_words(lexicon, seed=args.seed)
     split_paths = write_splits(splits, output / "splits")
     train_words = splits["train"]
@@ -812,31 +880,71 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{len(vocabulary) - 4} phonemes; split by word: {len(train_words)} train "
         f"({len(pairs)} pairs), {len(splits['valid'])} valid, {len(test_words)} test words"
     )
+    return {
+        "split_paths": split_paths,
+        "train_words": train_words,
+        "test_words": test_words,
+        "pairs": pairs,
+        "valid_pairs": valid_pairs,
+        "vocabulary": vocabulary,
+    }
 
-    model = build_model(args, vocabulary)
-    train = BucketedBatches(*zip(*pairs), vocabulary, args.batch_size, seed=args.seed)
-    valid = BucketedBatches(*zip(*valid_pairs), vocabulary, 1024, shuffle=False)
-    valid_data = valid.dataset()
-    if args.cpu_budget:  # the CPU a quiet machine would give, whatever the load
-        clock = "cpu"
-        budget = (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
-    else:
-        clock = "wall"
-        budget = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
-    # One translator for the validation curve (each epoch) and the test: compiled once.
-    translator = Translator(
-        model, max_length=args.max_length, beam_width=args.beam_width, jit_compile=not args.no_xla
-    )
-    valid_words = sorted({w for w, _ in valid_pairs})
+
+def _test(model, translator, args, data: dict, lexicon: dict, output: Path) -> tuple:
+    """`(metrics, seconds, n_best)`: WER and PER on the test words (their predictions
+    written to `test_predictions.tsv`), the seconds that took, and how many references of
+    words with several pronunciations the 4-best list holds."""
+    vocabulary, test_words = data["vocabulary"], data["test_words"]
+    eval_started = time.perf_counter()
+    test_metrics, predictions = evaluate(translator, test_words, lexicon, vocabulary)
+    eval_seconds = time.perf_counter() - eval_started
+    print(f"test ({len(test_words)} words, beam {args.beam_width}): "
+          f"WER {test_metrics['wer']:.2f}%, PER {test_metrics['per']:.2f}% "
+          f"({eval_seconds:.0f} s)")  # fmt: skip
+    write_predictions(output / "test_predictions.tsv", test_words, predictions, lexicon)
+    n_best_translator = translator if args.beam_width >= 4 else _translator(model, args, 4)
+    n_best = n_best_coverage(n_best_translator, test_words, lexicon, vocabulary, n=4)
+    print(f"words with several pronunciations: {n_best['words']}; "
+          f"{n_best['share_found']:.2%} of their {n_best['references']} references are in "
+          f"the 4-best list ({n_best['words_all_found']} words with all of them)")  # fmt: skip
+    return test_metrics, eval_seconds, n_best
+
+
+def _training_budget(args: argparse.Namespace, started: float, cpu_started: float) -> tuple:
+    """`(clock, seconds)`: what is left for training of `--cpu-budget` (CPU seconds, the CPU
+    a quiet machine would give, whatever the load) or of `--time-budget` (wall seconds), less
+    the reserve for evaluation and export."""
+    if args.cpu_budget:
+        return "cpu", (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
+    return "wall", args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
+
+
+def _control(translator, args, data, lexicon, valid_data, clock: str, budget: float):
+    """The `TrainingControl` of the run: `budget` seconds on `clock`, the validation WER and
+    PER each epoch (`translator` on the validation words)."""
+    vocabulary = data["vocabulary"]
+    valid_words = sorted({w for w, _ in data["valid_pairs"]})
 
     def monitor() -> dict:
         scores, _ = evaluate(translator, valid_words, lexicon, vocabulary)
         return {"wer": scores["wer"], "per": scores["per"]}
 
-    control = TrainingControl(
+    return TrainingControl(
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
         verbose=not args.smoke, monitor=monitor, clock=clock, ema=args.ema, validation=valid_data,
     )  # fmt: skip
+
+
+def _train(model, translator, args, data, lexicon, output, started, cpu_started) -> dict:
+    """Train within the budget (`TrainingControl`: learning-rate schedule, time limit, early
+    stopping on the validation loss, the validation WER curve), with a backup at every
+    epoch's end that `--resume` goes on from; what training did and took."""
+    vocabulary = data["vocabulary"]
+    train = BucketedBatches(*zip(*data["pairs"]), vocabulary, args.batch_size, seed=args.seed)
+    valid = BucketedBatches(*zip(*data["valid_pairs"]), vocabulary, 1024, shuffle=False)
+    valid_data = valid.dataset()
+    clock, budget = _training_budget(args, started, cpu_started)
+    control = _control(translator, args, data, lexicon, valid_data, clock, budget)
     # Backups at every epoch's end in OUTPUT/backup (examples/_resume.py): `--resume` goes on
     # from the last one, with the weights, optimizer, dropout streams, batch order, budget
     # spent, learning-rate schedule and early stopping where the stopped run had them.
@@ -867,26 +975,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
     print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
           f"(stopped by {control.stopped_by}); best val_loss {control.best:.4f}")  # fmt: skip
+    return {
+        "epochs": epochs_run,
+        "epochs_done": epochs_done,
+        "steps": control.steps_done,
+        "curve": control.curve,
+        "curve_seconds": control.monitor_seconds,
+        "seconds": train_seconds,
+        "cpu_seconds": train_cpu_seconds,
+        "budget_clock": clock,
+        "budget_seconds": control.seconds,
+        "stopped_by": control.stopped_by,
+        "resumed_from_epoch": initial_epoch,
+        "best_val_loss": control.best,
+        "train_words": len(data["train_words"]),
+        "train_pairs": len(data["pairs"]),
+    }
 
-    eval_started = time.perf_counter()
-    test_metrics, predictions = evaluate(translator, test_words, lexicon, vocabulary)
-    eval_seconds = time.perf_counter() - eval_started
-    print(f"test ({len(test_words)} words, beam {args.beam_width}): "
-          f"WER {test_metrics['wer']:.2f}%, PER {test_metrics['per']:.2f}% "
-          f"({eval_seconds:.0f} s)")  # fmt: skip
-    write_predictions(output / "test_predictions.tsv", test_words, predictions, lexicon)
-    n_best_translator = translator if args.beam_width >= 4 else Translator(
-        model, max_length=args.max_length, beam_width=4, jit_compile=not args.no_xla
-    )  # fmt: skip
-    n_best = n_best_coverage(n_best_translator, test_words, lexicon, vocabulary, n=4)
-    print(f"words with several pronunciations: {n_best['words']}; "
-          f"{n_best['share_found']:.2%} of their {n_best['references']} references are in "
-          f"the 4-best list ({n_best['words_all_found']} words with all of them)")  # fmt: skip
 
-    in_training = set(train_words)
-    heatmaps = write_heatmaps(
-        translator, vocabulary, HARD_WORDS, output / "alignments", in_training
-    )
+def _pronounce_queries(translator, args: argparse.Namespace, lexicon, vocabulary) -> dict:
+    """Pronounce `--word` (or `DEFAULT_WORDS`), print them next to CMUdict's; by word."""
     queries = [w.lower() for w in (args.word or DEFAULT_WORDS)]
     bad = [w for w in queries if not WORD_RULE.fullmatch(w)]
     if bad:
@@ -895,7 +1003,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for word, phones in answers.items():
         known = " | ".join(" ".join(r) for r in lexicon.get(word, [])) or "not in CMUdict"
         print(f"  {word:12} → {' '.join(phones):24} (CMUdict: {known})")
+    return answers
 
+
+def _save(model, vocabulary, output: Path, args: argparse.Namespace) -> tuple[Path, str]:
+    """`(keras_path, saved_model)`: write `pronounce.keras`, `phones.json` and the SavedModel
+    with its `pronounce` signature."""
     keras_path = output / "pronounce.keras"
     # Saved compiled with Keras' own sparse cross-entropy, so that `keras.saving.load_model`
     # opens it anywhere without this script (with the training loss, a custom class, it raised
@@ -911,50 +1024,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         model, vocabulary, output / "serving" / "pronounce" / "1", args.max_length,
         args.beam_width,
     )  # fmt: skip
-    litert = {} if args.no_litert else litert_report(model, translator, test_words, output, args)
-
-    wall_seconds = time.perf_counter() - started
-    run_cpu_seconds = cpu_seconds() - cpu_started
-    metrics = {
-        "test": test_metrics,
-        "n_best": n_best,
-        "training": {
-            "epochs": epochs_run,
-            "epochs_done": epochs_done,
-            "steps": control.steps_done,
-            "curve": control.curve,
-            "curve_seconds": control.monitor_seconds,
-            "seconds": train_seconds,
-            "cpu_seconds": train_cpu_seconds,
-            "budget_clock": clock,
-            "budget_seconds": control.seconds,
-            "stopped_by": control.stopped_by,
-            "resumed_from_epoch": initial_epoch,
-            "best_val_loss": control.best,
-            "train_words": len(train_words),
-            "train_pairs": len(pairs),
-        },
-        "evaluation_seconds": eval_seconds,
-        "wall_seconds": wall_seconds,
-        "cpu_seconds": run_cpu_seconds,  # the LiteRT runner (a child process) included
-        "cpu_share": run_cpu_seconds / wall_seconds,  # 2.0: both cores all the time
-        "config": {k: v for k, v in vars(args).items() if k != "output_dir"},
-        "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
-        "litert": litert,
-    }
-    (output / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    print(f"total {wall_seconds / 60:.1f} min, {run_cpu_seconds / 60:.1f} CPU min "
-          f"({run_cpu_seconds / wall_seconds:.0%} of a core); written to {output}")  # fmt: skip
-    return {
-        **metrics,
-        "splits": split_paths,
-        "predictions": str(output / "test_predictions.tsv"),
-        "metrics_path": str(output / "metrics.json"),
-        "heatmaps": heatmaps,
-        "keras_model": str(keras_path),
-        "saved_model": saved_model,
-        "answers": {w: " ".join(p) for w, p in answers.items()},
-    }
+    return keras_path, saved_model
 
 
 LITERT_RUNNER = """
@@ -990,7 +1060,6 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
     """Export `pronounce.tflite`, run it in a fresh process that imports only `ai_edge_litert`
     and NumPy (batch 1, greedy and beam), and compare with the Keras model and the SavedModel:
     file size, median latency per word, and the share of words with the same phoneme ids."""
-    import subprocess
     import sys
 
     import tensorflow as tf
@@ -1005,20 +1074,16 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
     words = [w for w in words if len(w) < SOURCE_LENGTH]
     source = encode_words(words, SOURCE_LENGTH)
     np.save(output / "litert_source_ids.npy", source)
-    run = subprocess.run(
+    stdout = run_checked(
         [sys.executable, "-c", LITERT_RUNNER, str(path), str(output / "litert_source_ids.npy"),
          str(output / "litert_ids.npz"), str(timed)],
-        capture_output=True, text=True, timeout=3600,
+        "running the .tflite file", timeout=3600,
     )  # fmt: skip
-    if run.returncode:
-        raise RuntimeError(f"running the .tflite file failed:\n{run.stderr[-3000:]}")
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    report = last_json_line(stdout)
     litert_ids = dict(np.load(output / "litert_ids.npz"))
     agreement = {}
     for name, width in (("greedy", 1), ("beam", args.beam_width)):
-        python = Translator(
-            model, max_length=args.max_length, beam_width=width, jit_compile=not args.no_xla
-        )
+        python = _translator(model, args, width)
         expected = np.concatenate(
             [python(source[i : i + 1024])["ids"] for i in range(0, len(source), 1024)]
         )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
+import sys
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -50,6 +50,17 @@ import numpy as np  # noqa: E402
 
 from keras_attention import LuongAttention  # noqa: E402
 from keras_attention.plot import plot_alignment  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    make_parser,
+    output_folder,
+    positive_int,
+    settings,
+)
 
 PAD = 0
 MARKER = 1
@@ -188,35 +199,24 @@ def attention_figure(
     return figure
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument(
-        "--epochs", type=_positive_int, help=f"Epochs per model. Default {DEFAULTS['epochs']}."
+        "--epochs", type=positive_int, help=f"Epochs per model. Default {DEFAULTS['epochs']}."
     )
     parser.add_argument(
-        "--batch-size", type=_positive_int, help=f"Batch size. Default {DEFAULTS['batch_size']}."
+        "--batch-size", type=positive_int, help=f"Batch size. Default {DEFAULTS['batch_size']}."
     )
     parser.add_argument(
         "--samples",
-        type=_positive_int,
+        type=positive_int,
         help=f"Training sequences (the test set is a fifth of it). Default {DEFAULTS['samples']}.",
     )
-    parser.add_argument(
-        "--output-dir",
-        default=None,
-        help="Where the .keras file and the PNG are written. Default: a new temporary directory.",
+    add_output_dir(
+        parser, "Where the .keras file and the PNG are written. Default: a new temporary directory."
     )
-    parser.add_argument(
-        "--smoke", action="store_true", help="Tiny sizes and 1 epoch: a quick check that it runs."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data and weights.")
+    add_smoke(parser, "Tiny sizes and 1 epoch: a quick check that it runs.")
+    add_seed(parser, "Seed of data and weights.")
     return parser.parse_args(argv)
 
 
@@ -224,11 +224,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train both models, compare them, round-trip the attention model; return the metrics."""
     wall_start = time.perf_counter()
     args = _parse(argv)
-    config = dict(SMOKE if args.smoke else DEFAULTS)
-    for name in ("epochs", "batch_size", "samples"):
-        if getattr(args, name) is not None:
-            config[name] = getattr(args, name)
-    vocab = FIRST_TOKEN + config["n_classes"]
+    config = settings(args, DEFAULTS, SMOKE, ("epochs", "batch_size", "samples"))
     task = {k: config[k] for k in ("n_classes", "min_length", "max_length", "max_marker_position")}
     x_train, y_train, _ = make_data(config["samples"], seed=args.seed, **task)
     test_samples = max(config["samples"] // 5, 64)
@@ -238,23 +234,44 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     models = {}
     for attention in (True, False):
         key = "attention" if attention else "no_attention"
-        keras.utils.set_random_seed(args.seed)
-        model = build_model(
-            vocab, config["n_classes"], config["embedding_dim"], config["units"], attention
-        )
-        start = time.perf_counter()
-        model.fit(
-            x_train,
-            y_train,
-            epochs=config["epochs"],
-            batch_size=config["batch_size"],
-            verbose=0,
-        )
-        seconds = time.perf_counter() - start
-        _, accuracy = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
-        results[key] = {"test_accuracy": float(accuracy), "train_seconds": seconds}
-        models[key] = model
+        models[key], results[key] = _train(config, args.seed, attention, (x_train, y_train))
+        _, accuracy = models[key].evaluate(x_test, y_test, batch_size=256, verbose=0)
+        results[key] = {"test_accuracy": float(accuracy), **results[key]}
+    _print_comparison(config, results)
 
+    model = models["attention"]
+    output_dir = str(output_folder(args, "sequential_attention_"))
+    results["saved_model"], before = _round_trip(model, x_test, output_dir)
+    # Where does the attention look? Call the trained layers directly to get the weights.
+    results["attention_weights"], weights = _attention_weights(
+        model, x_test, y_test, marker_test, before
+    )
+
+    plot_path = os.path.join(output_dir, "attention_weights.png")
+    shown = range(min(4, len(x_test)))
+    attention_figure(x_test, weights, marker_test, y_test, shown).savefig(plot_path, dpi=100)
+    results["attention_plot"] = plot_path
+    print(f"Pooled attention weights of {len(shown)} test sequences drawn to {plot_path}")
+
+    results["wall_seconds"] = time.perf_counter() - wall_start
+    print(f"\nTotal wall time {results['wall_seconds']:.1f}s")
+    return results
+
+
+def _train(config: dict, seed: int, attention: bool, train: tuple) -> tuple:
+    """`(model, {"train_seconds"})`: a model with or without attention, trained from `seed`."""
+    keras.utils.set_random_seed(seed)
+    vocab = FIRST_TOKEN + config["n_classes"]
+    model = build_model(
+        vocab, config["n_classes"], config["embedding_dim"], config["units"], attention
+    )
+    start = time.perf_counter()
+    model.fit(*train, epochs=config["epochs"], batch_size=config["batch_size"], verbose=0)
+    return model, {"train_seconds": time.perf_counter() - start}
+
+
+def _print_comparison(config: dict, results: dict) -> None:
+    """Print the task and both models' test accuracy and training time."""
     print(
         f"\nRecall the token after a marker ({config['samples']} sequences of length "
         f"{config['min_length']}-{config['max_length']}, {config['n_classes']} classes, "
@@ -265,23 +282,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         r = results[key]
         print(f"{label:<26}{r['test_accuracy']:>14.1%}{r['train_seconds']:>11.1f}s")
 
-    model = models["attention"]
-    output_dir = args.output_dir or tempfile.mkdtemp(prefix="sequential_attention_")
-    os.makedirs(output_dir, exist_ok=True)
+
+def _round_trip(model: keras.Model, x_test: np.ndarray, output_dir: str) -> tuple:
+    """`(findings, predictions)`: save `model` to `output_dir`, reload it in safe mode and
+    compare its test predictions with the model's."""
     path = os.path.join(output_dir, "sequential_attention.keras")
     model.save(path)
     reloaded = keras.saving.load_model(path, safe_mode=True)
     before = model.predict(x_test, batch_size=256, verbose=0)
     after = reloaded.predict(x_test, batch_size=256, verbose=0)
     identical = bool(np.array_equal(before, after))
-    results["saved_model"] = {
+    print(f"\nSaved to {path}; reloaded with safe_mode=True: predictions identical: {identical}")
+    findings = {
         "path": path,
         "predictions_identical": identical,
         "max_abs_difference": float(np.max(np.abs(before - after))),
     }
-    print(f"\nSaved to {path}; reloaded with safe_mode=True: predictions identical: {identical}")
+    return findings, before
 
-    # Where does the attention look? Call the trained layers directly to get the weights.
+
+def _attention_weights(model, x_test, y_test, marker_test, predictions) -> tuple:
+    """`(stats, weights)`: where the pooled attention looks on the test set (the trained
+    layers called directly, checked against the model's `predictions`), printed with one
+    example's weights around its marker."""
     context, weights = attend(model, x_test)
     direct = keras.ops.convert_to_numpy(model.get_layer("classifier")(context))
     rows = np.arange(len(x_test))
@@ -290,8 +313,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # one after it still holds it. Training settles on either, so both count as "on target".
     near = (marker_test + 1, marker_test + 2)
     argmax = np.argmax(weights, axis=1)
-    results["attention_weights"] = {
-        "direct_call_matches_model": bool(np.allclose(direct, before, atol=1e-5)),
+    stats = {
+        "direct_call_matches_model": bool(np.allclose(direct, predictions, atol=1e-5)),
         "max_weight_on_padding": float(np.max(np.where(x_test == PAD, weights, 0.0))),
         "mean_weight_after_marker": float(np.mean(sum(weights[rows, p] for p in near))),
         "argmax_after_marker": float(np.mean((argmax == near[0]) | (argmax == near[1]))),
@@ -311,23 +334,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         + "".join(f"{w:>7.3f}" for w in weights[row, lo:hi])
         + f"{1 - weights[row, lo:hi].sum():>7.3f}"
     )
-    stats = results["attention_weights"]
     print(
         f"Over the test set: mean weight on the two steps after the marker "
         f"{stats['mean_weight_after_marker']:.3f}; one of them gets the largest weight in "
         f"{stats['argmax_after_marker']:.1%} of the sequences; padding gets "
         f"{stats['max_weight_on_padding']:.1g} at most."
     )
-
-    plot_path = os.path.join(output_dir, "attention_weights.png")
-    shown = range(min(4, len(x_test)))
-    attention_figure(x_test, weights, marker_test, y_test, shown).savefig(plot_path, dpi=100)
-    results["attention_plot"] = plot_path
-    print(f"Pooled attention weights of {len(shown)} test sequences drawn to {plot_path}")
-
-    results["wall_seconds"] = time.perf_counter() - wall_start
-    print(f"\nTotal wall time {results['wall_seconds']:.1f}s")
-    return results
+    return stats, weights
 
 
 if __name__ == "__main__":

@@ -39,12 +39,9 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
-import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -57,10 +54,22 @@ import numpy as np  # noqa: E402
 
 from keras_attention.export import export_saved_model  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
-from keras_attention.text import CharTokenizer, normalize_text, pairs_dataset  # noqa: E402
+from keras_attention.text import normalize_text, pairs_dataset  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _resume import ResumableTraining, resume_arguments  # noqa: E402
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    char_tokenizers,
+    compile_for_training,
+    last_json_line,
+    make_parser,
+    output_folder,
+    positive_int,
+    run_checked,
+)
 
 LOCALES = (
     "en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "it_IT", "pt_BR", "ru_RU", "el_GR", "ja_JP",
@@ -221,22 +230,12 @@ def translate_in_fresh_process(model_dir: Path, queries: list[str]) -> dict:
         }}))
         """
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    if run.returncode:
-        raise RuntimeError(f"reloading the SavedModel failed:\n{run.stderr[-3000:]}")
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return last_json_line(run_checked([sys.executable, "-c", code], "reloading the SavedModel"))
 
 
 # ---------------------------------------------------------------- command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("queries", nargs="*", help="Raw strings to translate at the end.")
     parser.add_argument("--data", help="A source<TAB>target file instead of the date corpus.")
     parser.add_argument("--attention", choices=("luong", "bahdanau"), default="luong")
@@ -246,19 +245,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         choices=("global", "local_monotonic", "local_predictive"),
         default="global",
     )
-    parser.add_argument("--window", type=_positive_int, default=4, help="Local window radius D.")
+    parser.add_argument("--window", type=positive_int, default=4, help="Local window radius D.")
     parser.add_argument(
         "--no-input-feeding", action="store_true", help="Luong without input feeding."
     )
-    parser.add_argument("--units", type=_positive_int, default=128)
-    parser.add_argument("--epochs", type=_positive_int, default=4, help="At most (early stop).")
-    parser.add_argument("--batch-size", type=_positive_int, default=128)
-    parser.add_argument("--dates", type=_positive_int, default=6000, help="Distinct dates.")
-    parser.add_argument("--beam-width", type=_positive_int, default=1)
+    parser.add_argument("--units", type=positive_int, default=128)
+    parser.add_argument("--epochs", type=positive_int, default=4, help="At most (early stop).")
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--dates", type=positive_int, default=6000, help="Distinct dates.")
+    parser.add_argument("--beam-width", type=positive_int, default=1)
     parser.add_argument("--heatmaps", type=int, default=4, help="Alignment PNGs to write.")
-    parser.add_argument("--output-dir", help="Where to write (default: a temporary folder).")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, one epoch (tests).")
+    add_output_dir(parser, "Where to write (default: a temporary folder).")
+    add_seed(parser)
+    add_smoke(parser, "Tiny sizes, one epoch (tests).")
     resume_arguments(parser)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -278,8 +277,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parse(argv)
     started = time.perf_counter()
     keras.utils.set_random_seed(args.seed)
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="translate_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "translate_")
     queries = list(args.queries or ([] if args.data else DEFAULT_QUERIES))
 
     corpus = (
@@ -291,9 +289,52 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for source, target, locale, _ in train[:5]:
         print(f"  {locale:6} {source!r} → {target!r}")
 
-    source_tokenizer, target_tokenizer = CharTokenizer(), CharTokenizer()
-    source_tokenizer.adapt([row[0] for row in train])
-    target_tokenizer.adapt([row[1] for row in train])
+    model = build_model(args, train)
+    resume, initial_epoch, train_seconds = _train(model, args, output, train, validation)
+
+    translator = Translator(model, max_length=MAX_LENGTH, beam_width=args.beam_width)
+    predictions = translator.translate([row[0] for row in test])
+    table, markdown = results_table(test, predictions)
+    print(f"\ntest split ({len(test)} pairs of dates never seen in training):\n{markdown}")
+    misses = [(r[0], p, r[1]) for r, p in zip(test, predictions) if p != r[1]][:5]
+    for source, prediction, target in misses:
+        print(f"  miss: {source!r} → {prediction!r} (expected {target!r})")
+
+    heatmaps = write_heatmaps(translator, test, output / "alignments", args.heatmaps)
+    model_path = output / "translator.keras"
+    model.save(model_path)
+    model_dir = output / "serving" / "translator" / "1"
+    export_saved_model(
+        model, model_dir, max_length=MAX_LENGTH, beam_width=args.beam_width, overwrite=True
+    )
+    reloaded = _reload(model_dir, queries)
+    wall_seconds = time.perf_counter() - started
+    _print_summary(len(resume.history["loss"]), train_seconds, wall_seconds, output, heatmaps)
+    return {
+        "config": vars(args),
+        "pairs": {k: len(v) for k, v in corpus.items()},
+        "epochs_run": len(resume.history["loss"]),
+        "history": resume.history,
+        "resumed_from_epoch": initial_epoch,
+        "train_seconds": train_seconds,
+        "wall_seconds": wall_seconds,
+        "table": table,
+        "test_exact_match": table[0]["exact"],
+        "heatmaps": heatmaps,
+        "keras_model": str(model_path),
+        "saved_model": str(model_dir),
+        "queries": queries,
+        "reloaded_outputs": reloaded["outputs"],
+        "reload_imported_keras_attention": reloaded.get("keras_attention_imported", False),
+    }
+
+
+def build_model(args: argparse.Namespace, train: list) -> Seq2Seq:
+    """The compiled `Seq2Seq` of the flags, with character tokenizers adapted to the
+    training pairs."""
+    source_tokenizer, target_tokenizer = char_tokenizers(
+        [row[0] for row in train], [row[1] for row in train]
+    )
     model = Seq2Seq(
         embedding_dim=64,
         units=args.units,
@@ -305,17 +346,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         source_tokenizer=source_tokenizer,
         target_tokenizer=target_tokenizer,
     )
-    model.compile(
-        keras.optimizers.Adam(3e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        jit_compile=True,
-    )
+    compile_for_training(model, keras.optimizers.Adam(3e-3))
+    return model
+
+
+def _train(model: Seq2Seq, args: argparse.Namespace, output: Path, train, validation) -> tuple:
+    """`(resume, initial_epoch, seconds)`: train with early stopping and a backup at every
+    epoch's end (`--resume` goes on from the last one); the `ResumableTraining` callback
+    (its `history`), the epoch training started from, the seconds it took."""
 
     def dataset(rows, shuffle):
         sources, targets = [r[0] for r in rows], [r[1] for r in rows]
         return pairs_dataset(
-            sources, targets, source_tokenizer, target_tokenizer,
+            sources, targets, model.source_tokenizer, model.target_tokenizer,
             batch_size=args.batch_size, shuffle=shuffle, seed=args.seed,
         )  # fmt: skip
 
@@ -345,33 +388,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         callbacks=[early_stopping, resume],  # (resume after: it restores EarlyStopping's state)
         verbose=0 if args.smoke else 1,
     )
-    train_seconds = time.perf_counter() - train_started
+    return resume, initial_epoch, time.perf_counter() - train_started
 
-    translator = Translator(model, max_length=MAX_LENGTH, beam_width=args.beam_width)
-    predictions = translator.translate([row[0] for row in test])
-    table, markdown = results_table(test, predictions)
-    print(f"\ntest split ({len(test)} pairs of dates never seen in training):\n{markdown}")
-    misses = [(r[0], p, r[1]) for r, p in zip(test, predictions) if p != r[1]][:5]
-    for source, prediction, target in misses:
-        print(f"  miss: {source!r} → {prediction!r} (expected {target!r})")
 
-    heatmaps = write_heatmaps(translator, test, output / "alignments", args.heatmaps)
-    model_path = output / "translator.keras"
-    model.save(model_path)
-    model_dir = output / "serving" / "translator" / "1"
-    export_saved_model(
-        model, model_dir, max_length=MAX_LENGTH, beam_width=args.beam_width, overwrite=True
-    )
+def _reload(model_dir: Path, queries: list[str]) -> dict:
+    """Translate `queries` with the SavedModel reloaded in a fresh process, and print them."""
     reloaded = translate_in_fresh_process(model_dir, queries) if queries else {"outputs": []}
     if queries:
         print("\nthe SavedModel, reloaded in a fresh process (TensorFlow + tensorflow-text only):")
         for query, answer in zip(queries, reloaded["outputs"]):
             print(f"  {query!r} → {answer!r}")
-    wall_seconds = time.perf_counter() - started
+    return reloaded
+
+
+def _print_summary(epochs: int, train_seconds, wall_seconds, output: Path, heatmaps) -> None:
+    """Print the times, what was written and how to serve it."""
+    model_path = output / "translator.keras"
+    model_dir = output / "serving" / "translator" / "1"
     print(
         textwrap.dedent(
             f"""
-            trained {len(resume.history["loss"])} epochs in {train_seconds:.0f} s; """
+            trained {epochs} epochs in {train_seconds:.0f} s; """
             f"""total {wall_seconds:.0f} s
             written:
               {model_path}  (Keras model with its tokenizers)
@@ -381,23 +418,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                        -e MODEL_NAME=translator tensorflow/serving"""
         )
     )
-    return {
-        "config": vars(args),
-        "pairs": {k: len(v) for k, v in corpus.items()},
-        "epochs_run": len(resume.history["loss"]),
-        "history": resume.history,
-        "resumed_from_epoch": initial_epoch,
-        "train_seconds": train_seconds,
-        "wall_seconds": wall_seconds,
-        "table": table,
-        "test_exact_match": table[0]["exact"],
-        "heatmaps": heatmaps,
-        "keras_model": str(model_path),
-        "saved_model": str(model_dir),
-        "queries": queries,
-        "reloaded_outputs": reloaded["outputs"],
-        "reload_imported_keras_attention": reloaded.get("keras_attention_imported", False),
-    }
 
 
 if __name__ == "__main__":

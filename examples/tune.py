@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import tempfile
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,20 @@ import keras_tuner  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_attention.models import Translator  # noqa: E402
-from keras_attention.text import CharTokenizer, pairs_dataset  # noqa: E402
+from keras_attention.text import pairs_dataset  # noqa: E402
 from keras_attention.tuning import Seq2SeqHyperModel  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import (  # noqa: E402
+    add_output_dir,
+    add_seed,
+    add_smoke,
+    char_tokenizers,
+    make_parser,
+    output_folder,
+    positive_int,
+    settings,
+)
 
 MAX_LENGTH = 12  # "yyyy-mm-dd", the end token and room to spare
 HYPERPARAMETERS = (
@@ -131,29 +143,20 @@ def print_table(rows: list[dict[str, Any]], fixed: dict[str, Any]) -> None:
         print(f"| {row['trial_id']} | " + " | ".join(cells) + f" | {score} | {seconds} |")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument(
-        "--trials", type=_positive_int, help=f"Trials. Default {DEFAULTS['trials']}."
+        "--trials", type=positive_int, help=f"Trials. Default {DEFAULTS['trials']}."
     )
     parser.add_argument(
-        "--epochs", type=_positive_int, help=f"Epochs per trial. Default {DEFAULTS['epochs']}."
+        "--epochs", type=positive_int, help=f"Epochs per trial. Default {DEFAULTS['epochs']}."
     )
     parser.add_argument(
-        "--samples", type=_positive_int, help=f"Training pairs. Default {DEFAULTS['samples']}."
+        "--samples", type=positive_int, help=f"Training pairs. Default {DEFAULTS['samples']}."
     )
-    parser.add_argument("--output-dir", default=None, help="Where to write (default: a temp dir).")
-    parser.add_argument(
-        "--smoke", action="store_true", help="2 tiny trials of 1 epoch, no XLA (the tests)."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of data, search and weights.")
+    add_output_dir(parser)
+    add_smoke(parser, "2 tiny trials of 1 epoch, no XLA (the tests).")
+    add_seed(parser, "Seed of data, search and weights.")
     return parser.parse_args(argv)
 
 
@@ -161,33 +164,78 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Search, save and reload the best model, evaluate it; return what was measured."""
     wall_start = time.perf_counter()
     args = _parse(argv)
-    config = dict(SMOKE if args.smoke else DEFAULTS)
-    for name in ("trials", "epochs", "samples"):
-        if getattr(args, name) is not None:
-            config[name] = getattr(args, name)
+    config = settings(args, DEFAULTS, SMOKE, ("trials", "epochs", "samples"))
     fixed = dict(SMOKE_FIXED) if args.smoke else {}
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="tune_"))
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_folder(args, "tune_")
     keras.utils.set_random_seed(args.seed)
 
+    data = _data(config, args.seed)
+    print(
+        f"Searching {config['trials']} trials x {config['epochs']} epochs on "
+        f"{config['samples']} date pairs ({len(data['val_src'])} validation, "
+        f"{len(data['test_src'])} test)"
+    )
+    search_start = time.perf_counter()
+    tuner = _search(data, config, fixed, args.seed, output)
+    search_seconds = time.perf_counter() - search_start
+    rows = trials_table(tuner)
+    if fixed:
+        print("fixed: " + ", ".join(f"{k}={v}" for k, v in fixed.items()))
+    print_table(rows, fixed)
+
+    model_path = output / "best_model.keras"
+    best_trial, best_values, checked = _check_best(tuner, model_path, data, config)
+    wall_seconds = time.perf_counter() - wall_start
+    print(f"\nsearch {search_seconds:.0f} s, total wall time {wall_seconds:.0f} s")
+    return {
+        "config": {**config, "fixed": fixed, "seed": args.seed},
+        "trials": rows,
+        "best": {
+            "trial_id": best_trial.trial_id,
+            "hyperparameters": best_values,
+            "val_accuracy": best_trial.score,
+        },
+        "model_path": str(model_path),
+        "tuner_dir": str(output / "tuner"),
+        **checked,
+        "search_seconds": search_seconds,
+        "wall_seconds": wall_seconds,
+    }
+
+
+def _data(config: dict, seed: int) -> dict:
+    """Disjoint training, validation and test dates; the tokenizers adapted to the training
+    pairs; the training and validation datasets."""
     held_out = max(40, config["samples"] // 10)
-    train_src, train_tgt, train_dates = dates.make_pairs(config["samples"], args.seed)
-    val_src, val_tgt, val_dates = dates.make_pairs(held_out, args.seed + 1, train_dates)
-    test_src, test_tgt, _ = dates.make_pairs(held_out, args.seed + 2, train_dates | val_dates)
-    source_tokenizer, target_tokenizer = CharTokenizer(lowercase=True), CharTokenizer()
-    source_tokenizer.adapt(train_src)
-    target_tokenizer.adapt(train_tgt)
+    train_src, train_tgt, train_dates = dates.make_pairs(config["samples"], seed)
+    val_src, val_tgt, val_dates = dates.make_pairs(held_out, seed + 1, train_dates)
+    test_src, test_tgt, _ = dates.make_pairs(held_out, seed + 2, train_dates | val_dates)
+    source_tokenizer, target_tokenizer = char_tokenizers(
+        train_src, train_tgt, lowercase_source=True
+    )
     train = pairs_dataset(
         train_src, train_tgt, source_tokenizer, target_tokenizer,
-        batch_size=config["batch_size"], shuffle=True, seed=args.seed,
+        batch_size=config["batch_size"], shuffle=True, seed=seed,
     )  # fmt: skip
     validation = pairs_dataset(
         val_src, val_tgt, source_tokenizer, target_tokenizer, batch_size=config["batch_size"]
     )
+    return {
+        "source_tokenizer": source_tokenizer,
+        "target_tokenizer": target_tokenizer,
+        "train": train,
+        "validation": validation,
+        "val_src": val_src,
+        "test_src": test_src,
+        "test_tgt": test_tgt,
+    }
 
+
+def _search(data: dict, config: dict, fixed: dict, seed: int, output: Path):
+    """Run the random search (its trials in `output/tuner`); the tuner."""
     hypermodel = Seq2SeqHyperModel(
-        source_tokenizer=source_tokenizer,
-        target_tokenizer=target_tokenizer,
+        source_tokenizer=data["source_tokenizer"],
+        target_tokenizer=data["target_tokenizer"],
         fixed=fixed,
         jit_compile=config["jit_compile"],
     )
@@ -195,37 +243,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         hypermodel,
         objective="val_accuracy",
         max_trials=config["trials"],
-        seed=args.seed,
+        seed=seed,
         directory=str(output),
         project_name="tuner",
         overwrite=True,
     )
-    print(
-        f"Searching {config['trials']} trials x {config['epochs']} epochs on "
-        f"{config['samples']} date pairs ({len(val_src)} validation, {len(test_src)} test)"
-    )
-    search_start = time.perf_counter()
     # pairs_dataset shuffles (anew each epoch); Keras cannot shuffle a tf.data pipeline.
     tuner.search(
-        train, validation_data=validation, epochs=config["epochs"], shuffle=False, verbose=0
-    )
-    search_seconds = time.perf_counter() - search_start
-    rows = trials_table(tuner)
-    if fixed:
-        print("fixed: " + ", ".join(f"{k}={v}" for k, v in fixed.items()))
-    print_table(rows, fixed)
+        data["train"], validation_data=data["validation"], epochs=config["epochs"],
+        shuffle=False, verbose=0,
+    )  # fmt: skip
+    return tuner
 
+
+def _check_best(tuner, model_path: Path, data: dict, config: dict) -> tuple:
+    """`(best_trial, its values, findings)`: save the best model to `model_path`, reload it,
+    check that its outputs are the same, translate the test dates with it, and print it all."""
     best_trial = tuner.oracle.get_best_trials(1)[0]
     best = tuner.get_best_models(1)[0]  # rebuilt, with the best epoch's checkpoint
-    model_path = output / "best_model.keras"
     best.save(model_path)
     reloaded = keras.saving.load_model(model_path)
-    batch = next(iter(validation))[0]
+    batch = next(iter(data["validation"]))[0]
     identical = bool(
         np.array_equal(
             keras.ops.convert_to_numpy(best(batch)), keras.ops.convert_to_numpy(reloaded(batch))
         )
     )
+    test_src, test_tgt = data["test_src"], data["test_tgt"]
     translator = Translator(reloaded, max_length=MAX_LENGTH, jit_compile=config["jit_compile"])
     predictions = translator.translate(test_src)
     exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
@@ -250,24 +294,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(
             f"  {example['source']!r} -> {example['prediction']!r} (expected {example['target']!r})"
         )
-    wall_seconds = time.perf_counter() - wall_start
-    print(f"\nsearch {search_seconds:.0f} s, total wall time {wall_seconds:.0f} s")
-    return {
-        "config": {**config, "fixed": fixed, "seed": args.seed},
-        "trials": rows,
-        "best": {
-            "trial_id": best_trial.trial_id,
-            "hyperparameters": best_values,
-            "val_accuracy": best_trial.score,
-        },
-        "model_path": str(model_path),
-        "tuner_dir": str(output / "tuner"),
-        "reloaded_outputs_identical": identical,
-        "test_exact_match": exact,
-        "examples": examples,
-        "search_seconds": search_seconds,
-        "wall_seconds": wall_seconds,
-    }
+    findings = {"reloaded_outputs_identical": identical, "test_exact_match": exact}
+    return best_trial, best_values, {**findings, "examples": examples}
 
 
 if __name__ == "__main__":

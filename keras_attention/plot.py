@@ -90,20 +90,8 @@ def plot_alignment(
             f"`keras_attention.plot` needs matplotlib. Install it with: {_INSTALL_HINT}"
         ) from error
 
-    weights = _as_weights(weights)
+    weights, source, target = _checked_inputs(weights, source_tokens, target_tokens)
     rows, columns = weights.shape
-    source = _as_tokens("source_tokens", source_tokens)
-    target = _as_tokens("target_tokens", target_tokens)
-    for name, tokens, size, axis in (
-        ("source_tokens", source, columns, "column (S"),
-        ("target_tokens", target, rows, "row (T"),
-    ):
-        if len(tokens) != size:
-            raise ValueError(
-                f"`{name}` must have one token per {axis}={size}) of `weights` (shape "
-                f"{weights.shape}). Received: len({name})={len(tokens)}"
-            )
-
     if ax is not None and not (hasattr(ax, "imshow") and hasattr(ax, "figure")):
         raise TypeError(f"`ax` must be a matplotlib Axes or None. Received: ax={ax!r}")
     if ax is None:
@@ -118,14 +106,40 @@ def plot_alignment(
     image = ax.imshow(
         weights, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
     )
+    _label_axes(ax, source, target, title)
+    figure.colorbar(image, ax=ax, label="attention weight")
+    return figure
+
+
+def _checked_inputs(weights: Any, source_tokens: Any, target_tokens: Any) -> tuple:
+    """`(weights, source, target)`: the weights as a `[T, S]` array and the tokens as display
+    strings, one per column and one per row."""
+    weights = _as_weights(weights)
+    rows, columns = weights.shape
+    source = _as_tokens("source_tokens", source_tokens)
+    target = _as_tokens("target_tokens", target_tokens)
+    for name, tokens, size, axis in (
+        ("source_tokens", source, columns, "column (S"),
+        ("target_tokens", target, rows, "row (T"),
+    ):
+        if len(tokens) != size:
+            raise ValueError(
+                f"`{name}` must have one token per {axis}={size}) of `weights` (shape "
+                f"{weights.shape}). Received: len({name})={len(tokens)}"
+            )
+    return weights, source, target
+
+
+def _label_axes(ax: Any, source: list[str], target: list[str], title: str | None) -> None:
+    """Label the heatmap: source tokens across, target tokens down, the axes and the title."""
     label_style = {"parse_math": False}
     family = _font_family(source + target)
     if family is not None:
         label_style["fontfamily"] = family
     # Vertical source labels cannot overlap; single characters read best upright.
     rotation = 90 if any(len(token) > 1 for token in source) else 0
-    ax.set_xticks(np.arange(columns), source, rotation=rotation, **label_style)
-    ax.set_yticks(np.arange(rows), target, **label_style)
+    ax.set_xticks(np.arange(len(source)), source, rotation=rotation, **label_style)
+    ax.set_yticks(np.arange(len(target)), target, **label_style)
     ax.tick_params(length=0)
     ax.set_xlabel("source")
     ax.set_ylabel("target")
@@ -133,8 +147,6 @@ def plot_alignment(
         title_family = _font_family([str(title)])
         title_style = {} if title_family is None else {"fontfamily": title_family}
         ax.set_title(str(title), **title_style)
-    figure.colorbar(image, ax=ax, label="attention weight")
-    return figure
 
 
 def _as_weights(weights: Any) -> np.ndarray:

@@ -112,12 +112,7 @@ def export_litert(
     Returns:
         A dict: `"path"`, `"bytes"` (the file size) and `"signatures"` (their names).
     """
-    import tensorflow as tf
-
     from keras_attention._validation import check_int
-    from keras_attention.decoding import SearchConfig
-    from keras_attention.decoding.results import BEAM_RESULT_KEYS
-    from keras_attention.decoding.search_config import resolve_search
     from keras_attention.models import Seq2Seq, Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -143,6 +138,34 @@ def export_litert(
         "length_penalty": length_penalty,
         "coverage_penalty": coverage_penalty,
     }
+    search, searches = _litert_searches(search, keywords, greedy)
+    source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
+    if strings and (source_tok is None or target_tok is None):
+        raise ValueError(
+            "strings=True needs the model's source and target tokenizers. Received: "
+            f"source_tokenizer={source_tok!r}, target_tokenizer={target_tok!r}"
+        )
+    path = os.fspath(path)
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(
+            f"`path` already exists: {path!r}. Pass overwrite=True to replace it."
+        )
+    module, signatures = _search_module(
+        model, searches, search if strings else None, batch_size, source_length
+    )
+    names = list(signatures)
+    flatbuffer = _convert(module, signatures, model)
+    with open(path, "wb") as f:
+        f.write(flatbuffer)
+    return {"path": path, "bytes": len(flatbuffer), "signatures": names}
+
+
+def _litert_searches(search: Any, keywords: dict, greedy: bool) -> tuple:
+    """`(search, searches)`: the export's search from `search` or the keywords, checked, and
+    the signatures' searches by name (`"greedy"`, `"beam"`)."""
+    from keras_attention.decoding import SearchConfig
+    from keras_attention.decoding.search_config import resolve_search
+
     search = resolve_search(search, keywords, defaults=_KEYWORD_DEFAULTS)
     if search.sample:
         raise ValueError(
@@ -159,17 +182,18 @@ def export_litert(
         searches["greedy"] = SearchConfig(max_length=search.max_length)
     if search.beam_width > 1:
         searches["beam"] = search
-    source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
-    if strings and (source_tok is None or target_tok is None):
-        raise ValueError(
-            "strings=True needs the model's source and target tokenizers. Received: "
-            f"source_tokenizer={source_tok!r}, target_tokenizer={target_tok!r}"
-        )
-    path = os.fspath(path)
-    if os.path.exists(path) and not overwrite:
-        raise FileExistsError(
-            f"`path` already exists: {path!r}. Pass overwrite=True to replace it."
-        )
+    return search, searches
+
+
+def _search_module(
+    model: Any, searches: dict, strings_search: Any, batch_size: int, source_length: int
+) -> tuple:
+    """`(module, signatures)`: a `tf.Module` holding the weights and one traced function per
+    search (and `"translate"` on strings, searching with `strings_search`, unless `None`),
+    and their concrete functions by signature name, in order."""
+    import tensorflow as tf
+
+    from keras_attention.decoding.results import BEAM_RESULT_KEYS
 
     spec = tf.TensorSpec([batch_size, source_length], tf.int32, name="source_ids")
 
@@ -184,41 +208,44 @@ def export_litert(
     # teacher-forced `call` with these static shapes.
     module = tf.Module()
     module.weights = [variable.value for variable in model.variables]
-    names = list(searches)
     signatures = {}
     for name, config in searches.items():
         function = tf.function(_closure(run, config))
         setattr(module, name, function)
         signatures[name] = function.get_concrete_function(spec)
-    if strings:
+    if strings_search is not None:
+        source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
 
         def translate(inputs):
             ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
             ids = tf.pad(ids, [[0, 0], [0, source_length - tf.shape(ids)[1]]])
             ids = tf.reshape(ids[:, :source_length], [batch_size, source_length])
-            result = run(ids, search)  # (with beam_width=1, `search` is greedy)
+            result = run(ids, strings_search)  # (with beam_width=1, the search is greedy)
             return {"outputs": target_tok.detokenize(result["ids"]), "scores": result["scores"]}
 
         module.translate = tf.function(translate)
-        names.append("translate")
         signatures["translate"] = module.translate.get_concrete_function(
             tf.TensorSpec([batch_size], tf.string, name="inputs")
         )
+    return module, signatures
+
+
+def _convert(module: Any, signatures: dict, model: Any) -> bytes:
+    """The `.tflite` flatbuffer of `module`'s signatures, converted with the builtin ops
+    alone through a temporary SavedModel."""
+    import tensorflow as tf
 
     directory = tempfile.mkdtemp(prefix="litert_export_")
     try:
         tf.saved_model.save(module, directory, signatures=signatures)
-        converter = tf.lite.TFLiteConverter.from_saved_model(directory, names)
+        converter = tf.lite.TFLiteConverter.from_saved_model(directory, list(signatures))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         try:
-            flatbuffer = converter.convert()
+            return converter.convert()
         except Exception as error:  # the converter's ConverterError (not a public type)
             raise _conversion_error(error, model) from None
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    with open(path, "wb") as f:
-        f.write(flatbuffer)
-    return {"path": path, "bytes": len(flatbuffer), "signatures": names}
 
 
 def _closure(run, search):

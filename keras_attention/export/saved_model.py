@@ -127,10 +127,7 @@ def export_saved_model(
     Returns:
         The export path as a string.
     """
-    import tensorflow as tf
-
     from keras_attention._validation import check_int
-    from keras_attention.decoding.results import BEAM_RESULT_KEYS, RESULT_KEYS, empty_search_result
     from keras_attention.models import Translator
 
     if keras.backend.backend() != "tensorflow":
@@ -156,6 +153,28 @@ def export_saved_model(
         model = model.model
     searching, sampling = _export_searches(search, keywords)
     max_source_length = check_int("max_source_length", max_source_length, 1, allow_none=True)
+    translator, sampler = _export_translators(
+        model, searching, sampling, source_tokenizer, target_tokenizer, jit_compile
+    )
+    path = os.fspath(path)
+    _clear_path(path, overwrite)
+    if not translator.model.built:
+        raise ValueError(
+            "The model has no weights yet: train it (or call it once) before exporting."
+        )
+    archive = _export_archive(translator, sampler, max_source_length, jit_compile)
+    archive.write_out(path, verbose=verbose)
+    _check_forbidden_ops(path)
+    return path
+
+
+def _export_translators(
+    model: Any, searching: Any, sampling: Any, source_tokenizer, target_tokenizer, jit_compile
+) -> tuple:
+    """`(translator, sampler)`: the Translators whose searches the signatures trace (the
+    sampler `None` without a sampling search)."""
+    from keras_attention.models import Translator
+
     # `jit_compile` is how this export runs (it picks the sampler's top-k method); the
     # Translators only carry the searches to trace.
     translator = Translator(
@@ -168,8 +187,20 @@ def export_saved_model(
     sampler = (
         None if sampling is None else Translator(model, search=sampling, jit_compile=jit_compile)
     )
-    return_beams = searching.return_beams
-    path = os.fspath(path)
+    return translator, sampler
+
+
+def _check_forbidden_ops(path: str) -> None:
+    """Step 3 of writing: refuse an export whose graphs hold one of `FORBIDDEN_OPS`."""
+    found = FORBIDDEN_OPS & exported_ops(path)
+    if found:
+        raise RuntimeError(
+            f"The exported graph at {path!r} contains ops TF Serving cannot run: {sorted(found)}"
+        )
+
+
+def _clear_path(path: str, overwrite: bool) -> None:
+    """Step 1 of writing: remove an existing `path` if `overwrite`, else refuse it."""
     if os.path.exists(path):
         if not overwrite:
             raise FileExistsError(
@@ -180,112 +211,121 @@ def export_saved_model(
         else:
             os.remove(path)
 
-    seq2seq = translator.model
-    if not seq2seq.built:
-        raise ValueError(
-            "The model has no weights yet: train it (or call it once) before exporting."
-        )
 
-    def searcher(decoder, with_beams):
-        def search(source_ids, seed=0):
-            """The search's outputs; an empty batch gets empty outputs (the search's buffer
-            scatters reject zero-size tensors)."""
-            source_ids = _checked_rank(source_ids, 2, "source_ids")
-            if max_source_length is not None:
-                source_ids = _checked_length(
-                    source_ids,
-                    tf.shape(source_ids)[1],
-                    max_source_length + 1,
-                    "`source_ids` has more columns than the export allows "
-                    f"(max_source_length={max_source_length} tokens + the end token); "
-                    "columns received:",
-                )
-            keys = list(RESULT_KEYS)
-            if with_beams:
-                keys += [key for key in BEAM_RESULT_KEYS if key != "normalized_scores"]
-
-            def run():
-                result = decoder.generate(source_ids, seed)
-                return {k: result[k] for k in keys}
-
-            def empty():
-                # S of a source with no steps is one padding step (`at_least_one_step`).
-                length = tf.maximum(tf.shape(source_ids)[1], 1)
-                result = empty_search_result(decoder.max_length, decoder.beam_width, length)
-                return {k: result[k] for k in keys}
-
-            return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
-
-        # No AutoGraph: the search has no Python control flow on tensors (its loops are
-        # ops.while_loop, the empty-batch branch a tf.cond), and converting the sampling
-        # helpers failed ("tf___int32() takes 1 positional argument but 2 were given").
-        return tf.function(search, jit_compile=jit_compile, autograph=False)
+def _export_archive(
+    translator: Any, sampler: Any, max_source_length: int | None, jit_compile: bool
+) -> keras.export.ExportArchive:
+    """Step 2 of writing: the `ExportArchive` tracking the model, with its signatures."""
+    import tensorflow as tf
 
     ids_spec = tf.TensorSpec([None, None], tf.int32, name="source_ids")
     seed_spec = tf.TensorSpec([], tf.int32, name="seed")
     strings_spec = tf.TensorSpec([None], tf.string, name="inputs")
     archive = keras.export.ExportArchive()
-    archive.track(seq2seq)
-    search = searcher(translator, return_beams)
+    archive.track(translator.model)
+    search = _search_function(
+        translator, translator.search.return_beams, max_source_length, jit_compile
+    )
     archive.add_endpoint("serving_default", search, input_signature=[ids_spec])
     if sampler is not None:
-        sample_search = searcher(sampler, False)
+        sample_search = _search_function(sampler, False, max_source_length, jit_compile)
         archive.add_endpoint("sample", sample_search, input_signature=[ids_spec, seed_spec])
     if translator.source_tokenizer is not None and translator.target_tokenizer is not None:
-        source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
-
-        def strings_of(search, inputs, *seed):
-            inputs = _checked_rank(inputs, 1, "inputs")
-            if max_source_length is not None:
-                limit = BYTES_PER_TOKEN * max_source_length
-                inputs = _checked_length(
-                    inputs,
-                    tf.reduce_max(tf.strings.length(inputs)),  # (of no strings: the lowest int)
-                    limit,
-                    f"An `inputs` string is longer than the export allows ({limit} bytes, "
-                    f"for max_source_length={max_source_length} tokens); bytes received:",
-                )
-            source_ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
-            if max_source_length is not None:
-                source_ids = _checked_length(
-                    source_ids,
-                    tf.shape(source_ids)[1] - 1,
-                    max_source_length,
-                    "An `inputs` string is longer than the export allows "
-                    f"(max_source_length={max_source_length} tokens); tokens received:",
-                )
-            result = search(source_ids, *seed)
-            outputs = {
-                "outputs": target_tok.detokenize(result["ids"]),
-                "scores": result["scores"],
-                "lengths": result["lengths"],
-            }
-            if "beam_ids" in result:
-                beams = result["beam_ids"]
-                flat = tf.reshape(beams, [-1, translator.max_length])
-                outputs["beam_outputs"] = tf.reshape(
-                    target_tok.detokenize(flat), [-1, translator.beam_width]
-                )
-            return outputs
-
         archive.add_endpoint(
             "translate",
-            lambda inputs: strings_of(search, inputs),
+            lambda inputs: _strings_of(translator, max_source_length, search, inputs),
             input_signature=[strings_spec],
         )
         if sampler is not None:
             archive.add_endpoint(
                 "sample_translate",
-                lambda inputs, seed: strings_of(sample_search, inputs, seed),
+                lambda inputs, seed: _strings_of(
+                    translator, max_source_length, sample_search, inputs, seed
+                ),
                 input_signature=[strings_spec, seed_spec],
             )
-    archive.write_out(path, verbose=verbose)
-    found = FORBIDDEN_OPS & exported_ops(path)
-    if found:
-        raise RuntimeError(
-            f"The exported graph at {path!r} contains ops TF Serving cannot run: {sorted(found)}"
+    return archive
+
+
+def _search_function(decoder: Any, with_beams: bool, max_source_length, jit_compile: bool):
+    """The `tf.function` of a signature on ids: `decoder`'s search behind the input checks."""
+    import tensorflow as tf
+
+    from keras_attention.decoding.results import BEAM_RESULT_KEYS, RESULT_KEYS, empty_search_result
+
+    def search(source_ids, seed=0):
+        """The search's outputs; an empty batch gets empty outputs (the search's buffer
+        scatters reject zero-size tensors)."""
+        source_ids = _checked_rank(source_ids, 2, "source_ids")
+        if max_source_length is not None:
+            source_ids = _checked_length(
+                source_ids,
+                tf.shape(source_ids)[1],
+                max_source_length + 1,
+                "`source_ids` has more columns than the export allows "
+                f"(max_source_length={max_source_length} tokens + the end token); "
+                "columns received:",
+            )
+        keys = list(RESULT_KEYS)
+        if with_beams:
+            keys += [key for key in BEAM_RESULT_KEYS if key != "normalized_scores"]
+
+        def run():
+            result = decoder.generate(source_ids, seed)
+            return {k: result[k] for k in keys}
+
+        def empty():
+            # S of a source with no steps is one padding step (`at_least_one_step`).
+            length = tf.maximum(tf.shape(source_ids)[1], 1)
+            result = empty_search_result(decoder.max_length, decoder.beam_width, length)
+            return {k: result[k] for k in keys}
+
+        return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)
+
+    # No AutoGraph: the search has no Python control flow on tensors (its loops are
+    # ops.while_loop, the empty-batch branch a tf.cond), and converting the sampling
+    # helpers failed ("tf___int32() takes 1 positional argument but 2 were given").
+    return tf.function(search, jit_compile=jit_compile, autograph=False)
+
+
+def _strings_of(translator: Any, max_source_length, search, inputs, *seed) -> dict:
+    """A signature on strings: check and tokenize `inputs`, run `search` on the ids,
+    detokenize its outputs (and n-best list)."""
+    import tensorflow as tf
+
+    source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
+    inputs = _checked_rank(inputs, 1, "inputs")
+    if max_source_length is not None:
+        limit = BYTES_PER_TOKEN * max_source_length
+        inputs = _checked_length(
+            inputs,
+            tf.reduce_max(tf.strings.length(inputs)),  # (of no strings: the lowest int)
+            limit,
+            f"An `inputs` string is longer than the export allows ({limit} bytes, "
+            f"for max_source_length={max_source_length} tokens); bytes received:",
         )
-    return path
+    source_ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
+    if max_source_length is not None:
+        source_ids = _checked_length(
+            source_ids,
+            tf.shape(source_ids)[1] - 1,
+            max_source_length,
+            "An `inputs` string is longer than the export allows "
+            f"(max_source_length={max_source_length} tokens); tokens received:",
+        )
+    result = search(source_ids, *seed)
+    outputs = {
+        "outputs": target_tok.detokenize(result["ids"]),
+        "scores": result["scores"],
+        "lengths": result["lengths"],
+    }
+    if "beam_ids" in result:
+        beams = result["beam_ids"]
+        flat = tf.reshape(beams, [-1, translator.max_length])
+        outputs["beam_outputs"] = tf.reshape(
+            target_tok.detokenize(flat), [-1, translator.beam_width]
+        )
+    return outputs
 
 
 def _export_searches(search: Any, keywords: dict) -> tuple:

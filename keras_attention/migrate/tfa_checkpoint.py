@@ -229,6 +229,28 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
     >>> _ = AttentionRNN(cell)(np.zeros((1, 2, 3)), np.zeros((1, 5, 4)))  # builds it
     >>> # mapping = load_tfa_weights(cell, "tfa_checkpoints/ckpt-1")
     """
+    cell = _checked_cell(cell)
+    checkpoint, reader, graph, unreadable = _open_checkpoint(checkpoint)
+    node, paths = _select_wrapper(graph.paths_to_wrappers(), scope, checkpoint)
+    found = graph.variables_under(node)
+    expected, no_counterpart = _expected_weights(cell)
+    shapes = reader.get_variable_to_shape_map()
+    _check_match(cell, paths[0], expected, found, shapes, no_counterpart)
+    _warn_about_activation(cell)
+    try:
+        values = {p: reader.get_tensor(found[p][1]) for p in expected}  # all read, then assigned
+    except unreadable as error:
+        raise ValueError(
+            f"The checkpoint's data is corrupt (truncated or changed); nothing was loaded: "
+            f"{_one_line(error)}. Received: checkpoint={checkpoint!r}"
+        ) from error
+    for p, weight in expected.items():
+        weight.assign(np.asarray(values[p], dtype=keras.backend.standardize_dtype(weight.dtype)))
+    return {weight.path: found[p][1] for p, weight in sorted(expected.items())}
+
+
+def _checked_cell(cell: Any) -> Any:
+    """The `LuongAttentionCell` to load into (an `AttentionRNN`'s), checked to be built."""
     from keras_attention.cells.attention_rnn import AttentionRNN
     from keras_attention.cells.luong_attention_cell import LuongAttentionCell
 
@@ -246,6 +268,12 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
             "cell.build(inputs_shape, memory_shape)). Received: an unbuilt cell "
             f"{cell.name!r}"
         )
+    return cell
+
+
+def _open_checkpoint(checkpoint: Any) -> tuple:
+    """`(checkpoint, reader, graph, unreadable)`: the checkpoint path as a string, its reader
+    and object graph, and the exceptions by which TensorFlow reports a corrupt one."""
     if isinstance(checkpoint, os.PathLike):
         checkpoint = os.fspath(checkpoint)
     if not isinstance(checkpoint, str) or not checkpoint:
@@ -268,10 +296,12 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
             f"Could not read a TensorFlow checkpoint at `checkpoint` (missing, or not a valid "
             f"checkpoint): {_one_line(error)}. Received: checkpoint={checkpoint!r}"
         ) from error
-    node, paths = _select_wrapper(graph.paths_to_wrappers(), scope, checkpoint)
-    found = graph.variables_under(node)
-    shapes = reader.get_variable_to_shape_map()
+    return checkpoint, reader, graph, unreadable
 
+
+def _expected_weights(cell: Any) -> tuple:
+    """`(expected, no_counterpart)`: the cell's weights by the wrapper's variable path, and
+    the weights tfa has no variable for."""
     expected = _cell_mapping(cell.cell)
     no_counterpart = []
     for i, layer in enumerate(cell.attentions):
@@ -280,7 +310,14 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
         no_counterpart += unmatched
     for i, kernel in enumerate(cell.attention_layer_kernels):
         expected[f"_attention_layers/{i}/kernel"] = kernel
+    return expected, no_counterpart
 
+
+def _check_match(
+    cell: Any, wrapper: str, expected: dict, found: dict, shapes: dict, no_counterpart: list
+) -> None:
+    """Refuse a wrapper whose variables and the cell's weights do not pair up one to one with
+    the same shapes, listing what is missing, left over and misshaped."""
     missing = sorted(p for p in expected if p not in found)
     used = {found[p][0] for p in expected if p in found}
     aliases: dict = {}
@@ -292,24 +329,29 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
         for p in expected
         if p in found and tuple(shapes[found[p][1]]) != tuple(expected[p].shape)
     )
-    if missing or unused or misshaped or no_counterpart:
-        listing = ", ".join(
-            " = ".join(names) + f" {list(shapes[found[names[0]][1]])}"
-            for names in sorted(aliases.values())
-        )
-        problems = []
-        if missing:
-            problems.append(f"missing in the checkpoint: {', '.join(missing)}")
-        if unused:
-            problems.append(f"matching no weight of the cell: {', '.join(unused)}")
-        if misshaped:
-            problems.append(f"misshaped: {'; '.join(misshaped)}")
-        if no_counterpart:
-            problems.append(f"without a tfa counterpart: {', '.join(no_counterpart)}")
-        raise ValueError(
-            f"The AttentionWrapper at {paths[0]!r} does not match cell {cell.name!r}; nothing "
-            f"was loaded. {'. '.join(problems)}. Found under the wrapper: {listing}. {_HINTS}"
-        )
+    if not (missing or unused or misshaped or no_counterpart):
+        return
+    listing = ", ".join(
+        " = ".join(names) + f" {list(shapes[found[names[0]][1]])}"
+        for names in sorted(aliases.values())
+    )
+    problems = []
+    if missing:
+        problems.append(f"missing in the checkpoint: {', '.join(missing)}")
+    if unused:
+        problems.append(f"matching no weight of the cell: {', '.join(unused)}")
+    if misshaped:
+        problems.append(f"misshaped: {'; '.join(misshaped)}")
+    if no_counterpart:
+        problems.append(f"without a tfa counterpart: {', '.join(no_counterpart)}")
+    raise ValueError(
+        f"The AttentionWrapper at {wrapper!r} does not match cell {cell.name!r}; nothing "
+        f"was loaded. {'. '.join(problems)}. Found under the wrapper: {listing}. {_HINTS}"
+    )
+
+
+def _warn_about_activation(cell: Any) -> None:
+    """Warn when the cell's attention layer has an activation (tfa's has none)."""
     activation = cell.attention_activation
     if cell.attention_layer and activation is not None:
         name = keras.activations.serialize(activation)
@@ -318,15 +360,5 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
                 f"tfa's attention layer has no activation but cell {cell.name!r} applies "
                 f"{name!r}: its outputs will differ from tfa's. Build it with "
                 "attention_activation=None.",
-                stacklevel=2,
+                stacklevel=3,  # the caller of load_tfa_weights
             )
-    try:
-        values = {p: reader.get_tensor(found[p][1]) for p in expected}  # all read, then assigned
-    except unreadable as error:
-        raise ValueError(
-            f"The checkpoint's data is corrupt (truncated or changed); nothing was loaded: "
-            f"{_one_line(error)}. Received: checkpoint={checkpoint!r}"
-        ) from error
-    for p, weight in expected.items():
-        weight.assign(np.asarray(values[p], dtype=keras.backend.standardize_dtype(weight.dtype)))
-    return {weight.path: found[p][1] for p, weight in sorted(expected.items())}

@@ -82,16 +82,7 @@ def pairs_dataset(
     >>> inputs["target_ids"].numpy().tolist(), labels.numpy().tolist()
     ([[2, 5, 0], [2, 5, 4]], [[5, 3, 0], [5, 4, 3]])
     """
-    for name, tokenizer in (
-        ("source_tokenizer", source_tokenizer),
-        ("target_tokenizer", target_tokenizer),
-    ):
-        if not isinstance(tokenizer, BaseTokenizer):
-            raise TypeError(
-                f"`{name}` must be a CharTokenizer or WordpieceTokenizer. Received: "
-                f"{name}={tokenizer!r:.200}"
-            )
-        tokenizer.vocabulary_size  # noqa: B018 (raises a clear error when not adapted)
+    _check_tokenizers(source_tokenizer, target_tokenizer)
     sources = string_batch("sources", sources)
     targets = string_batch("targets", targets)
     batch_size = check_int("batch_size", batch_size, minimum=1)
@@ -106,6 +97,38 @@ def pairs_dataset(
             "`shard_index` must be in [0, num_shards). "
             f"Received: shard_index={shard_index}, num_shards={num_shards}"
         )
+    count = _pair_count(sources, targets)
+    to_batch = _batch_tokenizer(source_tokenizer, target_tokenizer, multiple)
+    dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if num_shards > 1:  # this worker's pairs only; a strategy must not shard them again
+        dataset = dataset.shard(num_shards, shard_index)
+        count = max(len(range(shard_index, count, num_shards)), 1)  # (a shuffle buffer >= 1)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        dataset = dataset.with_options(options)
+    if shuffle:
+        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size)
+    dataset = dataset.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _check_tokenizers(source_tokenizer: Any, target_tokenizer: Any) -> None:
+    """Refuse a tokenizer that is not one of ours, or not adapted."""
+    for name, tokenizer in (
+        ("source_tokenizer", source_tokenizer),
+        ("target_tokenizer", target_tokenizer),
+    ):
+        if not isinstance(tokenizer, BaseTokenizer):
+            raise TypeError(
+                f"`{name}` must be a CharTokenizer or WordpieceTokenizer. Received: "
+                f"{name}={tokenizer!r:.200}"
+            )
+        tokenizer.vocabulary_size  # noqa: B018 (raises a clear error when not adapted)
+
+
+def _pair_count(sources: tf.Tensor, targets: tf.Tensor) -> int:
+    """The number of pairs, checked: known, the same on both sides, not zero."""
     count = sources.shape[0]
     if count is None or targets.shape[0] is None:
         raise ValueError("`sources` and `targets` must have a known length (eager tensors).")
@@ -116,6 +139,12 @@ def pairs_dataset(
         )
     if count == 0:
         raise ValueError("`sources` and `targets` must not be empty. Received: 0 pairs")
+    return count
+
+
+def _batch_tokenizer(source_tokenizer: Any, target_tokenizer: Any, multiple: int):
+    """The pipeline's map: a batch of raw pairs to `({"source_ids", "target_ids"}, labels)`,
+    lengths padded to a multiple of `multiple`."""
 
     def pad(ids, extra=0):
         """Right-pad `[B, L]` so that `L - extra` is a multiple of `multiple`."""
@@ -135,15 +164,4 @@ def pairs_dataset(
         }
         return inputs, labels
 
-    dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
-    if num_shards > 1:  # this worker's pairs only; a strategy must not shard them again
-        dataset = dataset.shard(num_shards, shard_index)
-        count = max(len(range(shard_index, count, num_shards)), 1)  # (a shuffle buffer >= 1)
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-        dataset = dataset.with_options(options)
-    if shuffle:
-        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
-    dataset = dataset.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return to_batch

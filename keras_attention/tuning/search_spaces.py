@@ -115,31 +115,35 @@ def search_space(hp: keras_tuner.HyperParameters, **fixed: Any) -> dict[str, Any
     tuned("attention", lambda: hp.Choice("attention", list(_ATTENTIONS), default="luong"))
     with _when(hp, fixed, "attention", ("luong",)) as luong:
         if luong:
-            dot_fits = _dot_fits(fixed)
-            modes = [mode for mode in _SCORE_MODES if dot_fits or mode != "dot"]
-            score_mode = tuned(
-                "score_mode", lambda: hp.Choice("score_mode", modes, default="general")
-            )
-            tuned("alignment", lambda: hp.Choice("alignment", list(_ALIGNMENTS), default="global"))
-            with _when(hp, fixed, "alignment", _LOCAL_ALIGNMENTS) as local:
-                if local:
-                    tuned("window_radius", lambda: hp.Int("window_radius", **_WINDOW_RADIUS))
-            tuned("input_feeding", lambda: hp.Boolean("input_feeding", default=True))
-            if score_mode == "dot":
-                if not dot_fits:
-                    raise ValueError(
-                        "score_mode='dot' needs the decoder's `units` to equal the memory size "
-                        "(`encoder_units`, times 2 if `bidirectional`): fix `units` to match "
-                        "or leave `encoder_units` free. Received: "
-                        + ", ".join(
-                            f"{key}={fixed[key]!r}"
-                            for key in ("units", "encoder_units", "bidirectional")
-                            if key in fixed
-                        )
-                    )
-                values.setdefault("encoder_units", units // _directions(fixed))
+            _luong_space(hp, fixed, tuned, values, units)
     values.update(fixed)
     return {name: value for name, value in values.items() if value is not None}
+
+
+def _luong_space(hp: Any, fixed: dict, tuned: Callable, values: dict, units: int) -> None:
+    """The Luong-only part of `search_space`: score mode, alignment (and window), input
+    feeding; `dot` scores fix `encoder_units` to match `units`."""
+    dot_fits = _dot_fits(fixed)
+    modes = [mode for mode in _SCORE_MODES if dot_fits or mode != "dot"]
+    score_mode = tuned("score_mode", lambda: hp.Choice("score_mode", modes, default="general"))
+    tuned("alignment", lambda: hp.Choice("alignment", list(_ALIGNMENTS), default="global"))
+    with _when(hp, fixed, "alignment", _LOCAL_ALIGNMENTS) as local:
+        if local:
+            tuned("window_radius", lambda: hp.Int("window_radius", **_WINDOW_RADIUS))
+    tuned("input_feeding", lambda: hp.Boolean("input_feeding", default=True))
+    if score_mode == "dot":
+        if not dot_fits:
+            raise ValueError(
+                "score_mode='dot' needs the decoder's `units` to equal the memory size "
+                "(`encoder_units`, times 2 if `bidirectional`): fix `units` to match "
+                "or leave `encoder_units` free. Received: "
+                + ", ".join(
+                    f"{key}={fixed[key]!r}"
+                    for key in ("units", "encoder_units", "bidirectional")
+                    if key in fixed
+                )
+            )
+        values.setdefault("encoder_units", units // _directions(fixed))
 
 
 def renamed_fixed(fixed: dict[str, Any]) -> dict[str, Any]:
