@@ -1060,6 +1060,7 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
     """Export `pronounce.tflite`, run it in a fresh process that imports only `ai_edge_litert`
     and NumPy (batch 1, greedy and beam), and compare with the Keras model and the SavedModel:
     file size, median latency per word, and the share of words with the same phoneme ids."""
+    import importlib.util
     import sys
 
     import tensorflow as tf
@@ -1071,6 +1072,13 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
         model, path, source_length=SOURCE_LENGTH, max_length=args.max_length,
         beam_width=args.beam_width, overwrite=True,
     )  # fmt: skip
+    if importlib.util.find_spec("ai_edge_litert") is None:  # the `examples` extra lacks it
+        note = (
+            "ai_edge_litert is not installed (pip install \"keras-recurrent-attention[litert]\"): "
+            "pronounce.tflite was written but not run or compared"
+        )
+        print(f"pronounce.tflite: {info['bytes'] / 1e6:.2f} MB; {note}")
+        return {"bytes": info["bytes"], "skipped": note}
     words = [w for w in words if len(w) < SOURCE_LENGTH]
     source = encode_words(words, SOURCE_LENGTH)
     np.save(output / "litert_source_ids.npy", source)
