@@ -1074,7 +1074,7 @@ def litert_report(model, translator, words, output: Path, args, timed: int = 200
     )  # fmt: skip
     if importlib.util.find_spec("ai_edge_litert") is None:  # the `examples` extra lacks it
         note = (
-            "ai_edge_litert is not installed (pip install \"keras-recurrent-attention[litert]\"): "
+            'ai_edge_litert is not installed (pip install "keras-recurrent-attention[litert]"): '
             "pronounce.tflite was written but not run or compared"
         )
         print(f"pronounce.tflite: {info['bytes'] / 1e6:.2f} MB; {note}")
