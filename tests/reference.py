@@ -305,3 +305,14 @@ def attention(
     if query_mask is not None:
         output = output * np.asarray(query_mask, dtype=bool)[:, :, None].astype(np.float64)
     return output, alpha
+
+
+def lowbias32(x):
+    """The lowbias32 integer hash (C. Wellons) in NumPy uint32 arithmetic: the hash of
+    the package's sampling RNG and hashed dropout (`functional/sampling/rng.py`)."""
+    x = x.astype(np.uint32)
+    x ^= x >> np.uint32(16)
+    x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
+    x ^= x >> np.uint32(15)
+    x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
+    return x ^ (x >> np.uint32(16))

@@ -20,6 +20,7 @@ from keras_attention.functional.sampling import (
 )
 from keras_attention.functional.sampling.fast import compact_indices
 from tests.backend_utils import BACKEND, jit, to_numpy
+from tests.reference import lowbias32 as _lowbias32
 
 START, END = 1, 9
 VOCAB = 10
@@ -118,16 +119,6 @@ def test_draws_are_independent_across_steps_and_rows():
     assert abs(agree - (p**2).sum()) < 5 * sigma
     agree_rows = (ids[:-1, 0] == ids[1:, 0]).mean()  # neighbouring rows, same step
     assert abs(agree_rows - (p**2).sum()) < 5 * sigma
-
-
-def _lowbias32(x):
-    """The lowbias32 integer hash (C. Wellons) in NumPy uint32 arithmetic."""
-    x = x.astype(np.uint32)
-    x ^= x >> np.uint32(16)
-    x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
-    x ^= x >> np.uint32(15)
-    x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
-    return x ^ (x >> np.uint32(16))
 
 
 def test_step_uniforms_are_the_documented_hash():

@@ -11,16 +11,7 @@ import pytest
 from keras_attention.functional._dropout import hashed_uniforms
 from keras_attention.models._dropout import HashedDropout
 from tests.backend_utils import jit, to_numpy
-
-
-def _lowbias32(x):
-    """The lowbias32 integer hash (C. Wellons) in NumPy uint32 arithmetic."""
-    x = x.astype(np.uint32)
-    x ^= x >> np.uint32(16)
-    x = (x * np.uint32(0x7FEB352D)).astype(np.uint32)
-    x ^= x >> np.uint32(15)
-    x = (x * np.uint32(0x846CA68B)).astype(np.uint32)
-    return x ^ (x >> np.uint32(16))
+from tests.reference import lowbias32 as _lowbias32
 
 
 def _numpy_uniforms(seed: int, counter: int, shape) -> np.ndarray:
