@@ -48,6 +48,9 @@ VARIANTS = {
     "luong-nofeed": ["--attention", "luong", "--no-input-feeding"],
     "dropout0": ["--dropout", "0"],
     "encoder2": ["--encoder-layers", "2"],
+    "units384": ["--units", "384"],
+    "units512": ["--units", "512"],
+    "embed128": ["--embedding-dim", "128"],
 }
 
 

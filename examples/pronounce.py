@@ -96,6 +96,7 @@ from _shared import (  # noqa: E402
     add_smoke,
     last_json_line,
     make_parser,
+    non_negative_int,
     output_folder,
     positive_float,
     positive_int,
@@ -268,6 +269,7 @@ def cpu_seconds() -> float:
 
 
 CLOCKS = {"wall", "cpu"}
+SELECT = {"wer": ("wer", "per"), "val_loss": "val_loss"}  # --select: TrainingControl's select
 EMA_EVERY = 5  # steps between updates of the weights' moving average
 
 
@@ -277,10 +279,17 @@ class TrainingControl(keras.callbacks.Callback):
     Progress is the larger of (epochs done / `epochs`) and (seconds / `seconds`); the rate
     is `peak * (floor + (1 - floor) * (1 + cos(pi * progress)) / 2)`. Training stops at the
     first batch that ends past the time limit (mid-epoch: that epoch's validation still runs,
-    and the rate has then decayed to its floor) or when the validation loss has not improved
-    for `patience` epochs; the weights of the best validation loss are restored at the end.
+    and the rate has then decayed to its floor) or when the selection score has not improved
+    for `patience` epochs; the weights of the best score are restored at the end.
     `monitor` (optional, called after each epoch's validation) returns a dict of scores (the
     validation WER curve) recorded in `curve` with the training minutes so far (wall and CPU).
+
+    `select` names the score that chooses the weights kept, lower is better: `"val_loss"`,
+    or keys of `monitor`'s dict compared in order (`("wer", "per")`: the validation WER, ties
+    broken by the PER). `average_last` (`k`, 0 or 1: off) keeps the last `k` epochs' weights;
+    at the end their mean (Izmailov et al., 2018; Vaswani et al., 2017's checkpoint
+    averaging) is scored the same way and kept where it beats the best epoch (a tie keeps
+    the epoch). `selection` then says what was kept and both candidates' scores.
     `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
     time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given).
 
@@ -293,9 +302,20 @@ class TrainingControl(keras.callbacks.Callback):
 
     def __init__(
         self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None,
-        clock="wall", ema=0.0, validation=None,
+        clock="wall", ema=0.0, validation=None, select="val_loss", average_last=0,
     ):  # fmt: skip
         super().__init__()
+        self.select = (select,) if isinstance(select, str) else tuple(select)
+        if not self.select or (self.select != ("val_loss",) and monitor is None):
+            raise ValueError(
+                "`select` is 'val_loss' or keys of `monitor`'s scores, and needs `monitor`. "
+                f"Received: select={select!r}, monitor={monitor!r}"
+            )
+        if not isinstance(average_last, int) or average_last < 0:
+            raise ValueError(
+                f"`average_last` must be an integer >= 0. Received: average_last={average_last!r}"
+            )
+        self.average_last, self.recent, self.selection = average_last, [], None
         if not 0 <= ema < 1 or (ema and validation is None):
             raise ValueError(
                 "`ema` must be in [0, 1), and needs `validation` data. "
@@ -307,7 +327,8 @@ class TrainingControl(keras.callbacks.Callback):
         self.peak, self.epochs, self.seconds = peak, epochs, seconds
         self.patience, self.floor, self.verbose = patience, floor, verbose
         self.monitor, self.clock = monitor, clock
-        self.best, self.best_weights, self.wait, self.stopped_by = math.inf, None, 0, "epochs"
+        self.best, self.best_weights, self.wait, self.stopped_by = None, None, 0, "epochs"
+        self.best_epoch = None
         self.epoch_seconds: list[float] = []
         self.curve: list[dict] = []
         self.steps_done = 0
@@ -376,11 +397,6 @@ class TrainingControl(keras.callbacks.Callback):
                 variable.assign(average.astype(variable.dtype))
             data = self.validation if isinstance(self.validation, tuple) else (self.validation,)
             loss = self.model.evaluate(*data, verbose=0, return_dict=True)["loss"]
-        if loss < self.best:
-            self.best, self.wait = loss, 0
-            self.best_weights = self.model.get_weights()
-        else:
-            self.wait += 1
         steps = self.params.get("steps") or self.epoch_steps or 1
         point = {
             "epoch": epoch + 1,
@@ -395,6 +411,7 @@ class TrainingControl(keras.callbacks.Callback):
             started = time.perf_counter()
             point.update(self.monitor())
             self.monitor_seconds += time.perf_counter() - started
+        self._keep(point)
         if raw is not None:  # training goes on from the raw weights
             for variable, value in zip(self.model.trainable_variables, raw):
                 variable.assign(value)
@@ -413,16 +430,69 @@ class TrainingControl(keras.callbacks.Callback):
                   f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} {self.clock} min of "
                   f"{self.seconds / 60:.1f}", flush=True)  # fmt: skip
 
+    def _score(self, point: dict) -> list[float]:
+        """The selection score of a curve point (`select`'s values, in order)."""
+        return [float(point[key]) for key in self.select]
+
+    def _keep(self, point: dict) -> None:
+        """Early stopping's bookkeeping for this epoch's `point`, and the weights it scored
+        kept as the best (if they are) and among the last `average_last`."""
+        score = self._score(point)
+        weights = None
+        if self.best is None or score < self.best:
+            weights = self.model.get_weights()
+            self.best, self.best_weights, self.wait = score, weights, 0
+            self.best_epoch = point["epoch"]
+        else:
+            self.wait += 1
+        if self.average_last > 1:
+            self.recent = [*self.recent, weights or self.model.get_weights()][-self.average_last :]
+
     def on_train_end(self, logs=None):
         if self.best_weights is not None:
             self.model.set_weights(self.best_weights)
+        if self.average_last > 1 and len(self.recent) > 1:
+            self._try_average()
+
+    def _try_average(self) -> None:
+        """Score the mean of the last epochs' weights; keep it where it beats the best epoch."""
+        mean = [  # floating weights averaged; any other state (counters) from the last epoch
+            np.mean(np.stack(ws).astype("float64"), axis=0).astype(ws[-1].dtype)
+            if np.issubdtype(ws[-1].dtype, np.floating) else ws[-1]
+            for ws in zip(*self.recent)
+        ]  # fmt: skip
+        self.model.set_weights(mean)
+        point = {}
+        if "val_loss" in self.select:
+            data = self.validation if isinstance(self.validation, tuple) else (self.validation,)
+            point["val_loss"] = self.model.evaluate(*data, verbose=0, return_dict=True)["loss"]
+        if self.monitor is not None and self.select != ("val_loss",):
+            point.update(self.monitor())
+        score, last = self._score(point), self.curve[-1]["epoch"]
+        averaged = f"mean of epochs {last - len(self.recent) + 1}-{last}"
+        won = score < self.best
+        self.selection = {
+            "kept": averaged if won else f"epoch {self.best_epoch}",
+            "best_epoch": {"epoch": self.best_epoch, **dict(zip(self.select, self.best))},
+            "average": {"epochs": len(self.recent), **dict(zip(self.select, score))},
+        }
+        if won:
+            self.best = score
+        else:
+            self.model.set_weights(self.best_weights)
+        if self.verbose:
+            print(f"  kept the {self.selection['kept']} ({self.select[0]}: best epoch "
+                  f"{self.selection['best_epoch'][self.select[0]]:.4g}, {averaged} "
+                  f"{score[0]:.4g})", flush=True)  # fmt: skip
 
     # `examples/_resume.py` keeps this state in every epoch's backup (`--resume`).
     def get_resume_state(self) -> tuple[dict, list | None]:
         """The state at this epoch's end: the budget spent (both clocks), early stopping's
-        best loss and counter, whether training stops here, the curve; and the best weights."""
+        best score, epoch and counter, whether training stops here, the curve; and the best
+        weights, the last epochs' (`average_last`) and the moving average's."""
         state = {
-            "best": None if math.isinf(self.best) else float(self.best),  # JSON has no inf
+            "best": self.best,
+            "best_epoch": self.best_epoch,
             "wait": self.wait,
             "stopped_by": self.stopped_by,
             "stopped": bool(self.model.stop_training),
@@ -434,14 +504,17 @@ class TrainingControl(keras.callbacks.Callback):
             "seconds": self.seconds,  # the budget (the first process's set-up left out)
             "ema_updates": self.ema_updates,
             "best_weights": 0 if self.best_weights is None else len(self.best_weights),
+            "recent": [len(weights) for weights in self.recent],
         }
-        arrays = [*(self.best_weights or []), *(self.averages or [])]
+        recent = [array for weights in self.recent for array in weights]
+        arrays = [*(self.best_weights or []), *recent, *(self.averages or [])]
         return state, arrays or None
 
     def set_resume_state(self, state: dict, arrays: list | None) -> None:
         """Put back `get_resume_state`'s state (before `fit`): the budget goes on from what
         was spent, so the learning-rate schedule and the limit stay where they were."""
-        self.best = math.inf if state["best"] is None else float(state["best"])
+        self.best = None if state["best"] is None else [float(v) for v in state["best"]]
+        self.best_epoch = state["best_epoch"]
         self.wait, self.stopped_by = int(state["wait"]), state["stopped_by"]
         self.resumed_stopped = bool(state["stopped"])
         self.spent_before = {k: float(v) for k, v in state["spent"].items()}
@@ -450,8 +523,11 @@ class TrainingControl(keras.callbacks.Callback):
         self.monitor_seconds = float(state["monitor_seconds"])
         self.seconds, self.ema_updates = float(state["seconds"]), int(state["ema_updates"])
         arrays, kept = list(arrays or []), int(state["best_weights"])
-        self.best_weights = arrays[:kept] or None
-        self.averages = [a.astype("float64") for a in arrays[kept:]] or None
+        self.best_weights, arrays = arrays[:kept] or None, arrays[kept:]
+        self.recent = []
+        for count in state["recent"]:
+            self.recent, arrays = [*self.recent, arrays[:count]], arrays[count:]
+        self.averages = [a.astype("float64") for a in arrays] or None
 
 
 class SmoothedSparseCrossentropy(keras.losses.Loss):
@@ -686,6 +762,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-xla", action="store_true", help="Train and decode without XLA.")
     add_output_dir(parser, "Where to write (default: a temporary folder).")
     add_seed(parser)
+    parser.add_argument(
+        "--model-seed", type=int,
+        help="Seed of the weights, dropout and batch order (default: --seed); the split stays "
+        "--seed's, so models of several model seeds share their test words (ensembles).",
+    )  # fmt: skip
     parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
     parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
     add_smoke(parser, "Tiny sizes, seconds (tests).")
@@ -733,7 +814,8 @@ def _add_training_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--epochs",
         type=positive_int,
-        help="At most (default 15; --long 80, --full 40, --smoke 1).",
+        help="At most (default 40: the budget ends training first; --long 80, --full 40, "
+        "--smoke 1).",
     )
     parser.add_argument(
         "--time-budget", type=positive_float, default=28.5,
@@ -756,7 +838,16 @@ def _add_training_flags(parser: argparse.ArgumentParser) -> None:
         "--ema", type=unit_fraction, default=0.0, metavar="MOMENTUM",
         help="Validate and keep an exponential moving average of the weights (e.g. 0.999).",
     )  # fmt: skip
-    parser.add_argument("--patience", type=positive_int, default=3)
+    parser.add_argument(
+        "--select", choices=tuple(SELECT), default="wer",
+        help="What chooses the weights kept and stops early: the validation WER (ties: PER) "
+        "or the validation loss.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--average-last", type=non_negative_int, default=3, metavar="K",
+        help="Also score the mean of the last K epochs' weights; keep it if it wins (0: off).",
+    )  # fmt: skip
+    parser.add_argument("--patience", type=positive_int, default=5)
 
 
 def _check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -786,7 +877,12 @@ def _apply_presets(args: argparse.Namespace) -> None:
         args.beam_width, args.time_budget, args.reserve = 2, 5.0, 1.0
         args.cpu_reserve = min(args.cpu_reserve, 1.0)
         args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
-    args.epochs = args.epochs or 15
+    args.epochs = args.epochs or 40  # the time budget ends a default run first (~24 epochs)
+
+
+def _model_seed(args: argparse.Namespace) -> int:
+    """The seed of the weights, dropout and batch order: `--model-seed`, else `--seed`."""
+    return args.seed if args.model_seed is None else args.model_seed
 
 
 def _translator(model: Seq2Seq, args: argparse.Namespace, beam_width: int) -> Translator:
@@ -807,7 +903,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Load, split, train, evaluate, draw, export; returns what it measured and wrote."""
     args = _parse(argv)
     started, cpu_started = time.perf_counter(), cpu_seconds()
-    keras.utils.set_random_seed(args.seed)
+    keras.utils.set_random_seed(_model_seed(args))
     output = output_folder(args, "pronounce_")
 
     lexicon = load_lexicon(args.keep_stress)
@@ -932,6 +1028,7 @@ def _control(translator, args, data, lexicon, valid_data, clock: str, budget: fl
     return TrainingControl(
         args.learning_rate, args.epochs, max(budget, 1.0), args.patience,
         verbose=not args.smoke, monitor=monitor, clock=clock, ema=args.ema, validation=valid_data,
+        select=SELECT[args.select], average_last=args.average_last,
     )  # fmt: skip
 
 
@@ -940,7 +1037,9 @@ def _train(model, translator, args, data, lexicon, output, started, cpu_started)
     stopping on the validation loss, the validation WER curve), with a backup at every
     epoch's end that `--resume` goes on from; what training did and took."""
     vocabulary = data["vocabulary"]
-    train = BucketedBatches(*zip(*data["pairs"]), vocabulary, args.batch_size, seed=args.seed)
+    train = BucketedBatches(
+        *zip(*data["pairs"]), vocabulary, args.batch_size, seed=_model_seed(args)
+    )
     valid = BucketedBatches(*zip(*data["valid_pairs"]), vocabulary, 1024, shuffle=False)
     valid_data = valid.dataset()
     clock, budget = _training_budget(args, started, cpu_started)
@@ -973,8 +1072,10 @@ def _train(model, translator, args, data, lexicon, output, started, cpu_started)
     train_cpu_seconds = cpu_seconds() - train_cpu_started + control.spent_before["cpu"]
     epochs_run = len(resume.history.get("loss", []))
     epochs_done = control.curve[-1]["epochs"] if control.curve else float(epochs_run)
+    best = ", ".join(f"{k} {v:.4g}" for k, v in zip(control.select, control.best or []))
     print(f"trained {epochs_done:.2f} epochs in {train_seconds / 60:.1f} min "
-          f"(stopped by {control.stopped_by}); best val_loss {control.best:.4f}")  # fmt: skip
+          f"(stopped by {control.stopped_by}); kept: epoch {control.best_epoch} ({best})"
+          + (f" -> {control.selection['kept']}" if control.selection else ""))  # fmt: skip
     return {
         "epochs": epochs_run,
         "epochs_done": epochs_done,
@@ -987,7 +1088,9 @@ def _train(model, translator, args, data, lexicon, output, started, cpu_started)
         "budget_seconds": control.seconds,
         "stopped_by": control.stopped_by,
         "resumed_from_epoch": initial_epoch,
-        "best_val_loss": control.best,
+        "best_epoch": control.best_epoch,
+        "best_score": dict(zip(control.select, control.best or [])),
+        "selection": control.selection,
         "train_words": len(data["train_words"]),
         "train_pairs": len(data["pairs"]),
     }

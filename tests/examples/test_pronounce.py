@@ -371,6 +371,72 @@ def test_training_control_averages_the_weights_as_numpy_float64():
         example.TrainingControl(1e-3, 1, 1.0, ema=0.5)
 
 
+def _fit_with_scripted_scores(scores, **control_kwargs):
+    """A tiny model fitted one epoch per entry of `scores` (dicts the monitor returns in
+    turn; the last one, if there is one more than epochs, scores the averaged weights),
+    with the weights after each epoch recorded as float64."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.SGD(0.1), loss="mse")
+    recorded, calls = [], iter(scores)
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            recorded.append([w.astype("float64") for w in self.model.get_weights()])
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(40, 3)).astype("float32"), rng.normal(size=(40, 2)).astype("float32")
+    epochs = control_kwargs.pop("epochs")
+    control = example.TrainingControl(
+        0.1, epochs, 1e9, verbose=False, monitor=lambda: next(calls), **control_kwargs
+    )
+    model.fit(x, y, batch_size=10, epochs=epochs, validation_data=(x, y), verbose=0,
+              callbacks=[Record(), control])  # fmt: skip
+    return model, control, recorded
+
+
+def test_training_control_keeps_the_weights_of_the_best_monitored_score():
+    """`select=("wer", "per")`: the epoch of the lowest WER is kept, ties broken by the PER
+    (epochs 2 and 3 tie on WER; 3 has the lower PER), whatever the validation loss; a worse
+    score counts towards `patience` (2 here: epochs 4 and 5 stop training)."""
+    scores = [{"wer": 5, "per": 1}, {"wer": 3, "per": 2}, {"wer": 3, "per": 1},
+              {"wer": 4, "per": 0}, {"wer": 3, "per": 1}, {"wer": 1, "per": 1}]  # fmt: skip
+    model, control, recorded = _fit_with_scripted_scores(
+        scores, epochs=6, select=("wer", "per"), patience=2
+    )
+    assert control.stopped_by == "early stopping" and len(recorded) == 5
+    assert control.best_epoch == 3 and control.best == [3.0, 1.0] and control.selection is None
+    for kept, expected in zip(model.get_weights(), recorded[2]):
+        np.testing.assert_array_equal(kept, expected.astype("float32"))
+    with pytest.raises(ValueError, match="Received: select='wer', monitor=None"):
+        example.TrainingControl(1e-3, 1, 1.0, select="wer")
+    with pytest.raises(ValueError, match="Received: average_last=-1"):
+        example.TrainingControl(1e-3, 1, 1.0, average_last=-1)
+
+
+@pytest.mark.parametrize("average_wer, kept", [(1.5, "mean"), (2.0, "epoch"), (2.5, "epoch")])
+def test_training_control_keeps_the_mean_of_the_last_epochs_where_it_wins(average_wer, kept):
+    """`average_last=3`: at the end the mean of the last 3 epochs' weights (a float64 NumPy
+    mean of the recorded weights) is scored by the monitor and kept where its score is lower
+    than the best epoch's (2.0, epoch 4); a tie keeps the epoch."""
+    scores = [{"wer": 9}, {"wer": 8}, {"wer": 3}, {"wer": 2}, {"wer": 4}, {"wer": average_wer}]
+    model, control, recorded = _fit_with_scripted_scores(
+        scores, epochs=5, select="wer", average_last=3
+    )
+    mean = [np.mean(ws, axis=0) for ws in zip(*recorded[2:5])]
+    expected = mean if kept == "mean" else recorded[3]
+    for value, reference in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(mean[0], recorded[3][0])  # the two candidates differ
+    assert control.selection == {
+        "kept": "mean of epochs 3-5" if kept == "mean" else "epoch 4",
+        "best_epoch": {"epoch": 4, "wer": 2.0},
+        "average": {"epochs": 3, "wer": average_wer},
+    }
+
+
 def test_bad_flags_exit_with_a_message(capsys):
     with pytest.raises(SystemExit):
         example.main(["--window", "0"])
@@ -479,7 +545,8 @@ def test_killed_and_resumed_run_reaches_the_same_metrics(tmp_path):
     keys = ("epoch", "epochs", "val_loss", "wer", "per")
     curve = lambda run: [{k: p[k] for k in keys} for p in run["training"]["curve"]]  # noqa: E731
     assert len(curve(whole)) == 3 and curve(resumed) == curve(whole)
-    assert resumed["training"]["best_val_loss"] == whole["training"]["best_val_loss"]
+    assert resumed["training"]["best_score"] == whole["training"]["best_score"]
+    assert resumed["training"]["selection"] == whole["training"]["selection"]
     assert resumed["training"]["steps"] == whole["training"]["steps"]
     assert resumed["test"] == whole["test"]
     assert resumed["n_best"] == whole["n_best"]
@@ -487,8 +554,9 @@ def test_killed_and_resumed_run_reaches_the_same_metrics(tmp_path):
 
 def test_training_control_state_survives_a_backup(tmp_path):
     """TrainingControl's state goes through `_resume`'s backup and comes back: the budget spent
-    on both clocks (the schedule's progress), early stopping's best loss, counter and best
-    weights, the curve, the moving average; and whether training had stopped."""
+    on both clocks (the schedule's progress), early stopping's best score, epoch, counter and
+    best weights, the last epochs' weights (`average_last`), the curve, the moving average;
+    and whether training had stopped."""
     import _resume  # examples/ is on sys.path: pronounce.py put it there
     import keras
 
@@ -500,8 +568,10 @@ def test_training_control_state_survives_a_backup(tmp_path):
 
     x = np.random.default_rng(0).normal(size=(40, 3)).astype("float32")
     data = (x, x[:, :1] * 2)
+    wers = iter([3.0, 2.0, 5.0])  # (5.0: the mean of the two, scored at the end, loses)
     first = example.TrainingControl(1e-2, 2, 1e9, patience=1, verbose=False, ema=0.9,
-                                    validation=data)  # fmt: skip
+                                    validation=data, monitor=lambda: {"wer": next(wers)},
+                                    select="wer", average_last=2)  # fmt: skip
     backup = _resume.ResumableTraining(tmp_path, settings={"a": 1})
     backup.set_callbacks([first])
     trained = model()
@@ -510,7 +580,8 @@ def test_training_control_state_survives_a_backup(tmp_path):
     state, arrays = first.get_resume_state()
     assert not state["stopped"] and len(first.curve) == 2 and first.ema_updates == 3
     second = example.TrainingControl(1e-2, 2, 1.0, patience=1, verbose=False, ema=0.9,
-                                     validation=data)  # fmt: skip
+                                     validation=data, monitor=dict, select="wer",
+                                     average_last=2)  # fmt: skip
     assert _resume.ResumableTraining(tmp_path, settings={"a": 1}).restore(model(), [second]) == 2
     assert second.curve == first.curve and second.best == first.best
     assert (second.wait, second.steps_done, second.seconds) == (first.wait, 16, 1e9)
@@ -521,6 +592,10 @@ def test_training_control_state_survives_a_backup(tmp_path):
     for a, b in zip(second.averages, first.averages):
         np.testing.assert_array_equal(a, b)
     assert second.ema_updates == first.ema_updates and not second.resumed_stopped
+    assert second.best_epoch == first.best_epoch == 2 and len(second.recent) == 2
+    for restored, saved in zip(second.recent, first.recent):
+        for a, b in zip(restored, saved):
+            np.testing.assert_array_equal(a, b)
     second.set_resume_state({**state, "stopped": True}, arrays)
     assert second.resumed_stopped  # main() then trains no further epoch
 
