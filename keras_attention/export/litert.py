@@ -113,7 +113,7 @@ def export_litert(
         A dict: `"path"`, `"bytes"` (the file size) and `"signatures"` (their names).
     """
     from keras_attention._validation import check_int
-    from keras_attention.models import Seq2Seq, Translator
+    from keras_attention.models import Seq2Seq, Seq2SeqEnsemble, Translator
 
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError(
@@ -122,9 +122,10 @@ def export_litert(
         )
     if isinstance(model, Translator):
         search, model = (model.search if search is None else search), model.model
-    if not isinstance(model, Seq2Seq):
+    if not isinstance(model, (Seq2Seq, Seq2SeqEnsemble)):
         raise TypeError(
-            f"`model` must be a keras_attention Seq2Seq or Translator. Received: model={model!r}"
+            "`model` must be a keras_attention Seq2Seq, Seq2SeqEnsemble or Translator. "
+            f"Received: model={model!r}"
         )
     if not model.built:
         raise ValueError(

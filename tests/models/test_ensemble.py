@@ -75,8 +75,7 @@ def test_greedy_search_replays_the_mean_probabilities_teacher_forced(members):
     assert np.all(np.where(source[:, None, :] != 0, 0.0, result["alignments"]) == 0.0)
 
 
-@pytest.mark.parametrize("beam_width", [1, 3])
-def test_copies_of_one_model_decode_as_that_model(members, beam_width):
+def test_copies_of_one_model_decode_as_that_model(members, beam_width=3):
     """The mean of identical distributions is that distribution: an ensemble of a model and
     its copy (and of the model alone) finds the model's own hypotheses and scores, through
     the beam search's reordering of the members' states."""
@@ -93,6 +92,7 @@ def test_copies_of_one_model_decode_as_that_model(members, beam_width):
         np.testing.assert_allclose(both["scores"], alone["scores"], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not JIT_COMPILE, reason="Translator compiles with XLA on TF and JAX only")
 def test_compiled_beam_search_finds_the_eager_hypotheses(members):
     ensemble = Seq2SeqEnsemble(members)
@@ -103,6 +103,7 @@ def test_compiled_beam_search_finds_the_eager_hypotheses(members):
     np.testing.assert_allclose(compiled["scores"], eager["scores"], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_the_keras_file_reloads_the_members_and_their_weights(members, tmp_path):
     ensemble = Seq2SeqEnsemble(members)
     source = _source()
