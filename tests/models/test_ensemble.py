@@ -85,9 +85,7 @@ def test_copies_of_one_model_decode_as_that_model(members, beam_width=3):
     source = _source()
     alone = Translator(model, max_length=6, beam_width=beam_width, jit_compile=False)(source)
     for ensemble in (Seq2SeqEnsemble([model, copy]), Seq2SeqEnsemble([model])):
-        both = Translator(ensemble, max_length=6, beam_width=beam_width, jit_compile=False)(
-            source
-        )
+        both = Translator(ensemble, max_length=6, beam_width=beam_width, jit_compile=False)(source)
         np.testing.assert_array_equal(both["ids"], alone["ids"])
         np.testing.assert_allclose(both["scores"], alone["scores"], rtol=1e-5, atol=1e-5)
 
