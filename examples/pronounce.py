@@ -26,7 +26,8 @@ and `--alignment global|local_monotonic|local_predictive` for Luong's), trained
 with XLA on length-bucketed batches (words of similar length together, so a batch pads to
 its own length and the compiled programs are a handful), label smoothing 0.1 (at equal
 epochs it lowered the test WER by 0.7 points, BENCHMARKS.md §7), a cosine learning-rate
-decay over the time budget, early stopping on validation loss (the best weights are kept),
+decay over the time budget, the weights of the best validation WER kept (or the mean of the
+last 3 epochs' weights, where that scores better; early stopping on the same score),
 and a time budget (`--time-budget`, minutes for the whole run: training stops at the first
 batch past it, mid-epoch, leaving `--reserve` minutes for evaluation and export; or
 `--cpu-budget`, CPU minutes of this process, for a shared machine). After each
@@ -37,7 +38,9 @@ the closest reference over its length, summed over words),
 `keras_attention.metrics.sequence_error_rates`; for the test words with several
 pronunciations, the share of their references in the 4-best list (`n_best`).
 `benchmarks/g2p_peers.py` sets these runs next to Phonetisaurus and Sequitur G2P trained on
-the same split.
+the same split. `--members M` trains M models of M seeds, each with an equal share of the
+budget, and searches them as one `keras_attention.models.Seq2SeqEnsemble` (the mean of their
+probabilities at every step).
 
 Writes to `OUTPUT` (`--output-dir`, default a temporary folder): `splits/`, `metrics.json`
 (`{"test": {"wer", "per", "words"}, "n_best": …, "training": {…, "curve"}, "litert": …}`),
@@ -60,6 +63,7 @@ Run it::
     python examples/pronounce.py --attention luong --time-budget 10
     python examples/pronounce.py --attention luong --alignment local_predictive --window 3
     python examples/pronounce.py --full              # bigger model, more epochs (a GPU)
+    python examples/pronounce.py --members 2         # two models in the budget, one ensemble
     python examples/pronounce.py --cpu-budget --output-dir out   # 60 CPU minutes, any load
     python examples/pronounce.py --cpu-budget --output-dir out --resume   # after a kill
     python examples/pronounce.py --smoke             # seconds: what the tests run
@@ -86,7 +90,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_attention.metrics import sequence_error_rates  # noqa: E402
-from keras_attention.models import Seq2Seq, Translator  # noqa: E402
+from keras_attention.models import Seq2Seq, Seq2SeqEnsemble, Translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _resume import ResumableTraining, resume_arguments  # noqa: E402
@@ -767,6 +771,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="Seed of the weights, dropout and batch order (default: --seed); the split stays "
         "--seed's, so models of several model seeds share their test words (ensembles).",
     )  # fmt: skip
+    parser.add_argument(
+        "--members", type=positive_int, default=1,
+        help="Train this many models (model seeds --model-seed + i), each with an equal share "
+        "of the budget, and decode them as one Seq2SeqEnsemble.",
+    )  # fmt: skip
     parser.add_argument("--long", action="store_true", help="The 3-hour CPU setting.")
     parser.add_argument("--full", action="store_true", help="Bigger model, more epochs (GPU).")
     add_smoke(parser, "Tiny sizes, seconds (tests).")
@@ -909,10 +918,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lexicon = load_lexicon(args.keep_stress)
     data = _data(args, lexicon, output)
     vocabulary = data["vocabulary"]
-    model = build_model(args, vocabulary)
-    # One translator for the validation curve (each epoch) and the test: compiled once.
-    translator = _translator(model, args, args.beam_width)
-    training = _train(model, translator, args, data, lexicon, output, started, cpu_started)
+    model, translator, training = _train_members(args, data, lexicon, output, started, cpu_started)
 
     test_words = data["test_words"]
     test_metrics, eval_seconds, n_best = _test(model, translator, args, data, lexicon, output)
@@ -951,6 +957,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "saved_model": saved_model,
         "answers": {w: " ".join(p) for w, p in answers.items()},
     }
+
+
+def _train_members(args, data, lexicon, output, started, cpu_started) -> tuple:
+    """`(model, translator, training)`: `--members` models trained one after the other, each
+    with an equal share of what is left of the budget and model seed `--model-seed + i`; more
+    than one are searched as one `Seq2SeqEnsemble`. One model's `training` is `_train`'s;
+    several's add up the times and keep each member's under `"members"`."""
+    members, trainings = [], []
+    for member in range(args.members):
+        keras.utils.set_random_seed(_model_seed(args) + member)
+        model = build_model(args, data["vocabulary"])
+        # One translator for the validation curve (each epoch) and the test: compiled once.
+        translator = _translator(model, args, args.beam_width)
+        trainings.append(
+            _train(model, translator, args, data, lexicon, output, started, cpu_started, member)
+        )
+        members.append(model)
+    if args.members == 1:
+        return model, translator, trainings[0]
+    ensemble = Seq2SeqEnsemble(members)
+    training = {
+        key: sum(t[key] for t in trainings)
+        for key in ("epochs", "epochs_done", "steps", "seconds", "cpu_seconds", "curve_seconds")
+    }
+    translator = _translator(ensemble, args, args.beam_width)
+    return ensemble, translator, {**training, "members": trainings}
 
 
 def _data(args: argparse.Namespace, lexicon: dict, output: Path) -> dict:
@@ -1006,13 +1038,19 @@ def _test(model, translator, args, data: dict, lexicon: dict, output: Path) -> t
     return test_metrics, eval_seconds, n_best
 
 
-def _training_budget(args: argparse.Namespace, started: float, cpu_started: float) -> tuple:
+def _training_budget(
+    args: argparse.Namespace, started: float, cpu_started: float, member: int = 0
+) -> tuple:
     """`(clock, seconds)`: what is left for training of `--cpu-budget` (CPU seconds, the CPU
     a quiet machine would give, whatever the load) or of `--time-budget` (wall seconds), less
-    the reserve for evaluation and export."""
+    the reserve for evaluation and export; `member` (of `--members`) gets an equal share of
+    it with the members still to train."""
+    share = args.members - member
     if args.cpu_budget:
-        return "cpu", (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
-    return "wall", args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
+        left = (args.cpu_budget - args.cpu_reserve) * 60 - (cpu_seconds() - cpu_started)
+        return "cpu", left / share
+    left = args.time_budget * 60 - args.reserve * 60 - (time.perf_counter() - started)
+    return "wall", left / share
 
 
 def _control(translator, args, data, lexicon, valid_data, clock: str, budget: float):
@@ -1032,22 +1070,24 @@ def _control(translator, args, data, lexicon, valid_data, clock: str, budget: fl
     )  # fmt: skip
 
 
-def _train(model, translator, args, data, lexicon, output, started, cpu_started) -> dict:
+def _train(model, translator, args, data, lexicon, output, started, cpu_started, member=0):
     """Train within the budget (`TrainingControl`: learning-rate schedule, time limit, early
-    stopping on the validation loss, the validation WER curve), with a backup at every
-    epoch's end that `--resume` goes on from; what training did and took."""
+    stopping and the weights kept on the validation WER, the validation WER curve), with a
+    backup at every epoch's end that `--resume` goes on from (`backup/`, or `backup-MEMBER/`
+    with several `--members`); what training did and took."""
     vocabulary = data["vocabulary"]
     train = BucketedBatches(
-        *zip(*data["pairs"]), vocabulary, args.batch_size, seed=_model_seed(args)
+        *zip(*data["pairs"]), vocabulary, args.batch_size, seed=_model_seed(args) + member
     )
     valid = BucketedBatches(*zip(*data["valid_pairs"]), vocabulary, 1024, shuffle=False)
     valid_data = valid.dataset()
-    clock, budget = _training_budget(args, started, cpu_started)
+    clock, budget = _training_budget(args, started, cpu_started, member)
     control = _control(translator, args, data, lexicon, valid_data, clock, budget)
     # Backups at every epoch's end in OUTPUT/backup (examples/_resume.py): `--resume` goes on
     # from the last one, with the weights, optimizer, dropout streams, batch order, budget
     # spent, learning-rate schedule and early stopping where the stopped run had them.
-    resume = ResumableTraining(output / "backup", settings=_resume_settings(args))
+    backup = output / ("backup" if args.members == 1 else f"backup-{member}")
+    resume = ResumableTraining(backup, settings=_resume_settings(args))
     resume.set_callbacks([control])
     initial_epoch, epochs = 0, args.epochs
     if args.resume:
@@ -1055,7 +1095,7 @@ def _train(model, translator, args, data, lexicon, output, started, cpu_started)
         initial_epoch = resume.restore(model, [control])
         if control.resumed_stopped:  # stopped by its budget or early stopping: train no more
             epochs = initial_epoch
-        print(f"resumed from {output / 'backup'} after epoch {initial_epoch}")
+        print(f"resumed from {backup} after epoch {initial_epoch}")
     # One stream of passes over the pairs, each in a new order, from the epoch to start from.
     train_data, steps = resume.epoch_stream(train.dataset(), initial_epoch)
     train_started, train_cpu_started = time.perf_counter(), cpu_seconds()
@@ -1116,11 +1156,12 @@ def _save(model, vocabulary, output: Path, args: argparse.Namespace) -> tuple[Pa
     # Saved compiled with Keras' own sparse cross-entropy, so that `keras.saving.load_model`
     # opens it anywhere without this script (with the training loss, a custom class, it raised
     # "Could not locate class 'SmoothedSparseCrossentropy'"). Training is over: only the
-    # saved compile config changes.
-    model.compile(
-        optimizer=model.optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+    # saved compile config changes (an ensemble's members are saved with theirs).
+    for trained in model.members if isinstance(model, Seq2SeqEnsemble) else [model]:
+        trained.compile(
+            optimizer=trained.optimizer,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
     model.save(keras_path)
     (output / "phones.json").write_text(json.dumps(vocabulary.tokens), encoding="utf-8")
     saved_model = export_pronouncer(

@@ -177,11 +177,36 @@ def test_run_without_ai_edge_litert_writes_the_file_and_finishes(tmp_path, monke
     assert "written but not run" in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_members_train_in_turn_and_decode_as_one_ensemble(tmp_path):
+    """`--members 2`: two models of model seeds 0 and 1 (their own backups, shares of the
+    budget and curves) searched as one Seq2SeqEnsemble; pronounce.keras reloads the ensemble,
+    which pronounces as the run did."""
+    results = example.main(["--smoke", "--no-litert", "--members", "2", "--epochs", "2",
+                             "--output-dir", str(tmp_path), "--word", "knife"])  # fmt: skip
+    training = results["training"]
+    first, second = training["members"]
+    assert first["curve"] != second["curve"] and training["epochs"] == 4
+    assert training["cpu_seconds"] == first["cpu_seconds"] + second["cpu_seconds"]
+    # The first member gets half the training budget (--smoke: 5 minutes less the 1-minute
+    # reserve and the set-up); its epochs ended sooner, so the second gets all that was left.
+    assert first["budget_seconds"] <= 4 * 60 / 2 < second["budget_seconds"]
+    assert (tmp_path / "backup-0").is_dir() and (tmp_path / "backup-1").is_dir()
+    reloaded = keras.saving.load_model(results["keras_model"])
+    assert isinstance(reloaded, example.Seq2SeqEnsemble) and len(reloaded.members) == 2
+    vocabulary = example.PhoneVocabulary([])
+    vocabulary.tokens = json.loads((tmp_path / "phones.json").read_text())
+    translator = Translator(reloaded, max_length=24, beam_width=2)
+    said = example.predict(translator, ["knife"], vocabulary)
+    assert [" ".join(p) for p in said] == list(results["answers"].values())
+
+
 def test_settings():
     full = example._parse(["--full"])
     assert (full.units, full.encoder_layers, full.epochs, full.beam_width) == (512, 2, 40, 5)
     default = example._parse([])
-    assert default.epochs == 15 and example._parse(["--smoke", "--epochs", "3"]).epochs == 3
+    assert default.epochs == 40 and example._parse(["--smoke", "--epochs", "3"]).epochs == 3
+    assert (default.select, default.average_last, default.patience) == ("wer", 3, 5)
     assert (default.rnn, default.units, default.beam_width, default.time_budget) == (
         "gru",
         256,
