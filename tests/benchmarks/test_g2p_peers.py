@@ -83,6 +83,14 @@ def test_ours_reads_a_run_and_the_minutes_to_the_reference_wer(tmp_path):
     assert "| keras_attention run (bahdanau, 3.0 epochs) | 25.50 | 6.10 | 9.0 (16.5, ?) |" in (
         peers.table([row])
     )
+    # An ensemble's run (pronounce.py --members 2): its first model's curve, said so.
+    members = [{"curve": curve}, {"curve": []}]
+    metrics["training"] = {"epochs": 6, "epochs_done": 6.0, "seconds": 1080.0,
+                           "cpu_seconds": 1980.0, "members": members}  # fmt: skip
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    ensemble = peers.ours("run", tmp_path, 26.06)
+    assert ensemble["minutes_to_reference_wer"] == 6.0 and "first" in ensemble["curve_of"]
+    assert ensemble["system"] == "keras_attention run (2 models × bahdanau, 6.0 epochs)"
 
 
 def test_sequitur_patch_frees_returned_objects_with_their_destructor(tmp_path):
