@@ -487,20 +487,25 @@ def test_bad_flags_exit_with_a_message(capsys):
 
 @pytest.mark.figures
 def test_default_run_reaches_the_recorded_numbers(tmp_path):
-    """The default run of BENCHMARKS.md §7 (about 28 minutes on 2 shared CPU cores).
+    """The default run of BENCHMARKS.md §7 (about 28 minutes on 2 CPU cores): two models of
+    two seeds, each with half the budget, searched as one ensemble.
 
-    Recorded there (2026-12-05, a loaded machine, 145% CPU): WER 28.79%, PER 6.84% on 12,410
-    words in 7.2 epochs; earlier runs 28.44% / 6.84% (7 epochs). The bounds allow a run on a
-    machine that trains an epoch less in the budget."""
+    Recorded there (2026-12-06, a quiet 2-core Intel machine, 170% CPU, 27.3 minutes): test
+    WER 23.50%, PER 5.55% on 12,410 words (15.8 and 15.0 epochs); the same recipe by CPU
+    budget, two other seeds: 23.91% / 5.62%. The bounds are the issue's goal (24.5% / 5.9%),
+    which a loaded machine training fewer epochs may miss."""
     results = example.main(["--output-dir", str(tmp_path)])
     assert results["wall_seconds"] < 30 * 60
     assert results["test"]["words"] == 12_410
-    assert results["test"]["wer"] <= 31.0
-    assert results["test"]["per"] <= 7.6
+    assert results["test"]["wer"] <= 24.5
+    assert results["test"]["per"] <= 5.9
     assert results["n_best"]["words"] == 802  # test words with several pronunciations
-    assert 0.6 < results["n_best"]["share_found"] <= 1.0  # 77.6% recorded
-    curve = results["training"]["curve"]
-    assert [p["epoch"] for p in curve] == list(range(1, len(curve) + 1)) and len(curve) >= 6
+    assert 0.6 < results["n_best"]["share_found"] <= 1.0  # 81.8% recorded
+    members = results["training"]["members"]
+    assert len(members) == 2
+    for member in members:
+        curve = member["curve"]
+        assert [p["epoch"] for p in curve] == list(range(1, len(curve) + 1)) and len(curve) >= 6
     litert = results["litert"]
     assert litert["agreement_with_keras"]["greedy"] > 0.999
     assert litert["agreement_with_keras"]["beam"] > 0.999
