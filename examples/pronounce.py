@@ -51,7 +51,8 @@ spaces, alternative references by ` | `), `alignments/*.png` (letter → phoneme
 SavedModel `serving/pronounce/1` (signatures `pronounce`: strings → strings, and
 `serving_default`: ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`,
 ids → ids; its size, latency per word and agreement with the Keras model are printed and
-stored), and `backup/` (the last epoch's backup, `examples/_resume.py`: `--resume` goes on
+stored), and `backup/` (`backup-0/`, `backup-1/`, ... for an ensemble's models: the last
+epoch's backup, `examples/_resume.py`: `--resume` goes on
 from it after a stop or a kill, with the weights, optimizer state, dropout streams, batch
 order, budget spent, learning-rate schedule and early stopping as they were; a corrupt or
 half-written backup raises `CorruptBackupError`).
