@@ -66,6 +66,18 @@ CASES = {
             lambda: [_ids((2, 5), 7), _ids((2, 3), 9)],
         )
     ],
+    models.Seq2SeqEnsemble: [
+        (
+            lambda: models.Seq2SeqEnsemble(
+                [
+                    models.Seq2Seq(7, 9, embedding_dim=4, units=6),
+                    models.Seq2Seq(7, 9, embedding_dim=3, units=5, rnn="gru"),
+                ]
+            ),
+            [(2, 5), (2, 3)],
+            lambda: [_ids((2, 5), 7), _ids((2, 3), 9)],
+        )
+    ],
     # These leave the shapes to Keras (traced from `call`): no `compute_output_shape`.
     AttentionRNN: [
         (lambda: AttentionRNN(LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention())),)
