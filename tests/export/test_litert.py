@@ -171,7 +171,7 @@ def test_bad_arguments(trained, tmp_path):
         export_litert(trained, tmp_path / "a.tflite", strings=True)
     with pytest.raises(ValueError, match="no weights yet"):
         export_litert(Seq2Seq(10, 10, units=4), tmp_path / "a.tflite")
-    with pytest.raises(TypeError, match="Seq2Seq or Translator"):
+    with pytest.raises(TypeError, match="Seq2Seq, Seq2SeqEnsemble or Translator"):
         export_litert("model", tmp_path / "a.tflite")
     (tmp_path / "b.tflite").write_bytes(b"")
     with pytest.raises(FileExistsError, match="overwrite=True"):
