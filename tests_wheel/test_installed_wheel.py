@@ -137,7 +137,8 @@ def _public_layer_classes() -> dict:
 
 def test_the_smoke_test_covers_every_public_layer():
     """A new public layer must get a case here (RecurrentAttention is the abstract base of the
-    recurrent layers; Seq2Seq and its encoder/decoder run in the Seq2Seq test)."""
+    recurrent layers; Seq2Seq and its encoder/decoder run in the Seq2Seq test, the ensemble in
+    its own)."""
     covered = set(_attention_layers()) | {
         "AttentionRNN",
         "BahdanauAttentionCell",
@@ -146,6 +147,7 @@ def test_the_smoke_test_covers_every_public_layer():
         "Seq2Seq",
         "Seq2SeqEncoder",
         "Seq2SeqDecoder",
+        "Seq2SeqEnsemble",
     }
     assert set(_public_layer_classes()) <= covered, set(_public_layer_classes()) - covered
 
@@ -243,6 +245,24 @@ def test_keras_round_trip_with_safe_mode(trained):
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(again["ids"]), keras.ops.convert_to_numpy(generated["ids"])
     )
+
+
+def test_an_ensemble_of_the_model_and_its_copy_generates_as_the_model(trained, tmp_path):
+    """Seq2SeqEnsemble from the installed wheel: the mean of two identical distributions is
+    that distribution, so it generates the trained model's ids, and it survives a `.keras`
+    round trip."""
+    from keras_attention.models import Seq2Seq, Seq2SeqEnsemble
+
+    model, _, source, generated, _ = trained
+    copy = Seq2Seq.from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    ensemble = Seq2SeqEnsemble([model, copy])
+    ids = keras.ops.convert_to_numpy(ensemble.generate(source[:8], max_length=6)["ids"])
+    np.testing.assert_array_equal(ids, keras.ops.convert_to_numpy(generated["ids"]))
+    ensemble.save(tmp_path / "ensemble.keras")
+    loaded = keras.saving.load_model(tmp_path / "ensemble.keras", safe_mode=True)
+    again = keras.ops.convert_to_numpy(loaded.generate(source[:8], max_length=6)["ids"])
+    np.testing.assert_array_equal(again, ids)
 
 
 def test_saved_model_reloads_without_the_package(trained):
