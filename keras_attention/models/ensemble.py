@@ -76,31 +76,12 @@ class Seq2SeqEnsemble(keras.Model):
                     )
         self.members = list(members)
         first = self.members[0]
+        for key in SHARED:  # the ids the members share, as every member has them
+            setattr(self, key, getattr(first, key))
         self.source_tokenizer, self.target_tokenizer = (
             first.source_tokenizer,
             first.target_tokenizer,
         )
-
-    # The ids the members share (`SHARED`), read from the first member.
-    @property
-    def source_vocabulary_size(self) -> int:
-        return self.members[0].source_vocabulary_size
-
-    @property
-    def target_vocabulary_size(self) -> int:
-        return self.members[0].target_vocabulary_size
-
-    @property
-    def start_id(self) -> int:
-        return self.members[0].start_id
-
-    @property
-    def end_id(self) -> int:
-        return self.members[0].end_id
-
-    @property
-    def oov_id(self) -> int | None:
-        return self.members[0].oov_id
 
     # ---------------------------------------------------------------- teacher-forced
     def build(self, inputs_shape) -> None:
