@@ -829,8 +829,9 @@ def _add_training_flags(parser: argparse.ArgumentParser) -> None:
         help="At most, per model (default 40: the budget ends training first; --smoke 1).",
     )
     parser.add_argument(
-        "--time-budget", type=positive_float, default=28.5,
-        help="Minutes for the whole run; training stops in time for evaluation and export.",
+        "--time-budget", type=positive_float,
+        help="Minutes for the whole run; training stops in time for evaluation and export "
+        "(default 28.5; --long 178, --full 180, --smoke 5).",
     )  # fmt: skip
     parser.add_argument(
         "--reserve", type=positive_float,
@@ -878,17 +879,20 @@ def _check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
 def _apply_presets(args: argparse.Namespace) -> None:
     """Set what `--long`, `--full` and `--smoke` change, and the default epochs."""
     if args.long:  # 3 hours on 2 CPU cores: an ensemble of 6 default-sized models (§7)
-        args.members, args.time_budget = args.members or 6, 178.0
+        args.members, args.time_budget = args.members or 6, args.time_budget or 178.0
         args.reserve = args.reserve or 10.0
     if args.full:
         args.units, args.encoder_layers, args.epochs = 512, 2, args.epochs or 40
-        args.time_budget, args.dropout, args.beam_width = 180.0, 0.3, 5
+        args.time_budget, args.dropout, args.beam_width = args.time_budget or 180.0, 0.3, 5
     if args.smoke:
         args.units, args.embedding_dim, args.epochs, args.batch_size = 16, 8, args.epochs or 1, 64
         args.train_words, args.test_words = args.train_words or 400, args.test_words or 40
-        args.beam_width, args.time_budget, args.reserve = 2, 5.0, 1.0
+        args.beam_width, args.time_budget = 2, args.time_budget or 5.0
+        args.reserve = args.reserve or 1.0
         args.cpu_reserve = min(args.cpu_reserve, 1.0)
         args.no_xla = True  # compiling each bucket's program costs more than tiny epochs
+    # A --time-budget given with a setting is kept: the settings fill in only what was not given.
+    args.time_budget = args.time_budget or 28.5
     args.epochs = args.epochs or 40  # the time budget ends a default run first
     # Two models with half the budget each, decoded as one ensemble, beat one model with all
     # of it (BENCHMARKS.md §7); the ensemble's evaluation and export take longer.

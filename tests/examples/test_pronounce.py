@@ -223,6 +223,9 @@ def test_settings():
     long = example._parse(["--long"])
     assert (long.members, long.time_budget, long.reserve, long.dropout) == (6, 178.0, 10.0, 0.0)
     assert long.time_budget <= 180 and long.units == default.units
+    # A budget given with a setting is the user's, not the setting's.
+    assert example._parse(["--long", "--time-budget", "150"]).time_budget == 150.0
+    assert example._parse(["--smoke", "--time-budget", "2", "--reserve", "0.5"]).reserve == 0.5
     luong = example._parse(["--attention", "luong", "--alignment", "local_monotonic"])
     assert (luong.attention, luong.alignment) == ("luong", "local_monotonic")
 
