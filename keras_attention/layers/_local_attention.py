@@ -136,7 +136,7 @@ class LocalAttentionBase(BaseAttention):
                 self.window_radius,
                 mask=mask,
                 causal=use_causal_mask,
-                score_fn=self._scale,
+                score_fn=self.score.finish,
                 return_window_weights=return_attention_scores,
             )
             full_weights = None
@@ -155,7 +155,7 @@ class LocalAttentionBase(BaseAttention):
                 mask=mask,
                 query_positions=query_positions if use_causal_mask else None,
                 predicted=predicted,
-                score_fn=self._scale,
+                score_fn=self.score.finish,
                 # local-m with the default positions: centres min(t, S_b - 1) never decrease.
                 centers_sorted=predicted is None and default_positions,
                 return_window_weights=return_attention_scores,
@@ -225,7 +225,7 @@ class LocalAttentionBase(BaseAttention):
         if choice == "windows":
             return WindowPlan("windows", "window_implementation='windows'")
         steps, length, radius = query.shape[1], keys.shape[1], self.window_radius
-        if not self._dot_type_score():
+        if not self.score.dot_type:
             return WindowPlan("windows", "blocks and tiles need a dot-type score")
         # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
         if not (isinstance(steps, int) and isinstance(length, int)):
@@ -253,15 +253,15 @@ class LocalAttentionBase(BaseAttention):
             return WindowPlan("tiles", "free centres")
         return WindowPlan("windows", "too few queries or keys for tiles")
 
+    def _keys_transposed(self) -> bool:
+        """Global dot-type scores only: local windows gather keys `[B, S, d]` as they are."""
+        return self.alignment == "global" and self.score.dot_type
+
     def _dropout_mask_width(self, memory_steps):
         """`S` for global attention; the window `2D + 1` for local (dropout keeps windows)."""
         if self.alignment == "global":
             return memory_steps
         return 2 * self.window_radius + 1
-
-    def _dot_type_score(self) -> bool:
-        """Whether the score is `query_features · keys` (then local attention may use tiles)."""
-        return False
 
     def _fused_windows(self, features, training) -> bool:
         """Whether the window path scores and sums without materialising the windows.
@@ -275,7 +275,7 @@ class LocalAttentionBase(BaseAttention):
         shared window tensor into the memory once, where the fused form's two gathers scatter
         twice (1.1x the wall time, 1.45x the CPU time of a training step at B = 4, S = 8192).
         """
-        if training or not self._dot_type_score() or features.shape[-1] is None:
+        if training or not self.score.dot_type or features.shape[-1] is None:
             return False
         return _xla_fuses_gathers(features)
 
@@ -303,10 +303,10 @@ class LocalAttentionBase(BaseAttention):
         positions = F.window_positions(center, radius)  # [B, T, 2D+1]
         if fused:
             key_windows = None
-            scores = self._scale(F.window_dot_scores(features, keys, positions))
+            scores = self.score.finish(F.window_dot_scores(features, keys, positions))
         else:
             key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
-            scores = self._scale(self._score(features, key_windows))
+            scores = self.score(features, key_windows)
         valid = F.window_validity(positions, length, mask, query_positions if causal else None)
         weights = self._normalize(scores, valid)
         if predicted is not None:

@@ -220,9 +220,9 @@ class RecurrentAttention(BaseAttention):
         return ops.einsum("bs,bsd->bd", weights, value)
 
     def _query_scores(self, query, keys):
-        """The layer's score `[B, S]` (float32) of one query step `[B, d_s]`."""
-        features = self._project_query(ops.expand_dims(query, 1))
-        return self._scale(self._score(features, keys))[:, 0]
+        """The layer's energies `[B, S]` (float32) for one query step `[B, d_s]`."""
+        features = self.score.project_query(ops.expand_dims(query, 1))
+        return self.score(features, keys, self._keys_transposed())[:, 0]
 
 
 def one_hot_start(batch_size, memory_steps, dtype) -> list:
