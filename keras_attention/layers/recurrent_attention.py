@@ -32,9 +32,10 @@ class RecurrentAttention(BaseAttention):
 
     state_count: int = 1
 
-    #: Options of the plain layer a recurrent layer derives from that it does not have (its
-    #: weights are no softmax that dropout or hardmax could act on; its alignment is its own):
-    #: refused by the constructor (`_refuse`) and left out of the config (`get_config`).
+    #: Options of the plain layer of the same score (`AdditiveAttention`, `LuongAttention`)
+    #: that a recurrent layer does not have (its weights are no softmax that dropout or hardmax
+    #: could act on; its alignment is its own): refused by name by the constructor (`_refuse`,
+    #: a clearer error than Keras' unknown keyword) and left out of the config (`get_config`).
     _not_options: tuple = ("dropout", "probability_fn")
 
     def _refuse(self, kwargs: dict) -> None:
