@@ -246,18 +246,24 @@ def beam_search(
         buffers["ranks"] = ops.zeros((batch_size, k), "float32")
     carry = advance(t0, log_probs, weights, state, buffers, scores, lengths, finished)
     _, _, buffers, scores, lengths, _ = search_loop(step_fn, advance, carry, max_length)
+    # With a coverage penalty the ranking scores are carried; without, they are recomputed.
+    ranks = buffers["ranks"] if with_coverage else scores / gnmt_length_penalty(lengths, alpha)
+    return _results(buffers, scores, ranks, lengths, k, max_length)
+
+
+def _results(buffers: dict, scores, ranks, lengths, k: int, max_length: int) -> dict:
+    """The search's result: the best beam of every row, then the n-best list (beams best
+    first). `buffers`: the loop's time-major `ids` `[max_length, B·K]` and, when the step
+    returns weights, `alignments` `[max_length, B·K, S]`; `scores`, `ranks` (the normalized
+    scores) and `lengths` `[B, K]`."""
     beam_ids = ops.transpose(ops.reshape(buffers["ids"], (max_length, -1, k)), (1, 2, 0))
-    if with_coverage:
-        normalized = buffers["ranks"]
-    else:
-        normalized = scores / gnmt_length_penalty(lengths, alpha)
     result = {
         "ids": beam_ids[:, 0],
         "scores": scores[:, 0],
-        "normalized_scores": normalized[:, 0],
+        "normalized_scores": ranks[:, 0],
         "lengths": lengths[:, 0],
     }
-    if with_weights:
+    if "alignments" in buffers:
         history = buffers["alignments"]
         rows, memory_steps = ops.shape(history)[1], ops.shape(history)[-1]  # no -1: S may be 0
         history = ops.reshape(history, (max_length, rows // k, k, memory_steps))
@@ -265,7 +271,7 @@ def beam_search(
     result.update(
         beam_ids=beam_ids,
         beam_scores=scores,
-        beam_normalized_scores=normalized,
+        beam_normalized_scores=ranks,
         beam_lengths=lengths,
     )
     return result

@@ -34,6 +34,18 @@ class WindowPlan(NamedTuple):
     reason: str
 
 
+class _LocalCall(NamedTuple):
+    """One local-attention call, as the three window paths read it."""
+
+    query: Any  # [B, T, d_s]
+    features: Any  # the score's query features
+    memory: Any  # a `PreparedMemory`
+    positions: Any  # the queries' positions [B, T]
+    default_positions: bool  # whether they are 0 … T−1 (no `query_positions` given)
+    causal: bool  # `use_causal_mask`
+    return_weights: bool  # `return_attention_scores`
+
+
 class LocalAttentionBase(BaseAttention):
     """`BaseAttention` with Luong's global or local alignment; not meant to be used directly.
 
@@ -125,50 +137,69 @@ class LocalAttentionBase(BaseAttention):
                 return_attention_scores,
                 dropout_mask=dropout_mask,
             )
-        keys, value, mask = memory
-        length = ops.shape(value)[1]
-        path = self.window_plan(query, keys, training, default_positions).path
+        call = _LocalCall(
+            query, features, memory, query_positions, default_positions, use_causal_mask,
+            return_attention_scores,
+        )  # fmt: skip
+        path = self.window_plan(query, memory.keys, training, default_positions).path
         if path == "blocks":
-            context, weights = F.blocked_window_attention(
-                features,
-                keys,
-                value,
-                self.window_radius,
-                mask=mask,
-                causal=use_causal_mask,
-                score_fn=self._scale,
-                return_window_weights=return_attention_scores,
-            )
-            full_weights = None
-            if return_attention_scores:
-                center, _ = self._local_centers(query, mask, length, query_positions)
-                full_weights = F.expand_window_weights(weights, center - self.window_radius, length)
-            return context, full_weights
+            return self._attend_blocks(call)
         if path == "tiles":
-            center, predicted = self._local_centers(query, mask, length, query_positions)
-            context, weights = F.tiled_window_attention(
-                features,
-                keys,
-                value,
-                center,
-                self.window_radius,
-                mask=mask,
-                query_positions=query_positions if use_causal_mask else None,
-                predicted=predicted,
-                score_fn=self._scale,
-                # local-m with the default positions: centres min(t, S_b - 1) never decrease.
-                centers_sorted=predicted is None and default_positions,
-                return_window_weights=return_attention_scores,
-            )
-            full_weights = (
-                F.expand_window_weights(weights, center - self.window_radius, length)
-                if return_attention_scores
-                else None
-            )
-            return context, full_weights
-        fused = self._fused_windows(features, training)
+            return self._attend_tiles(call)
+        return self._attend_windows(call, training, dropout_mask)
+
+    def _attend_blocks(self, call):
+        """Local-m at the default positions: blocks of consecutive queries against one
+        contiguous key span (`functional.blocked_window_attention`)."""
+        keys, value, mask = call.memory
+        context, weights = F.blocked_window_attention(
+            call.features,
+            keys,
+            value,
+            self.window_radius,
+            mask=mask,
+            causal=call.causal,
+            score_fn=self.score.finish,
+            return_window_weights=call.return_weights,
+        )
+        if not call.return_weights:
+            return context, None
+        length = ops.shape(value)[1]
+        center, _ = self._local_centers(call.query, mask, length, call.positions)
+        return context, F.expand_window_weights(weights, center - self.window_radius, length)
+
+    def _attend_tiles(self, call):
+        """Any centres: queries sorted by centre, one matmul a tile
+        (`functional.tiled_window_attention`)."""
+        keys, value, mask = call.memory
+        length = ops.shape(value)[1]
+        center, predicted = self._local_centers(call.query, mask, length, call.positions)
+        context, weights = F.tiled_window_attention(
+            call.features,
+            keys,
+            value,
+            center,
+            self.window_radius,
+            mask=mask,
+            query_positions=call.positions if call.causal else None,
+            predicted=predicted,
+            score_fn=self.score.finish,
+            # local-m with the default positions: centres min(t, S_b - 1) never decrease.
+            centers_sorted=predicted is None and call.default_positions,
+            return_window_weights=call.return_weights,
+        )
+        if not call.return_weights:
+            return context, None
+        return context, F.expand_window_weights(weights, center - self.window_radius, length)
+
+    def _attend_windows(self, call, training, dropout_mask):
+        """One gathered window per query (fused into the reductions under TensorFlow's XLA,
+        `_fused_windows`); the one path with dropout."""
+        keys, value, mask = call.memory
+        length = ops.shape(value)[1]
+        fused = self._fused_windows(call.features, training)
         weights, positions, start, key_windows = self._local_weights(
-            query, features, keys, mask, length, query_positions, use_causal_mask, fused
+            call.query, call.features, keys, mask, length, call.positions, call.causal, fused
         )
         weights = self._dropout(weights, training, dropout_mask)
         if fused:
@@ -177,10 +208,9 @@ class LocalAttentionBase(BaseAttention):
             # dot, and general with local windows, score the raw memory: one gather serves both.
             values = key_windows if keys is value else F.gather_positions(value, positions)
             context = ops.einsum("btw,btwd->btd", ops.cast(weights, value.dtype), values)
-        full_weights = (
-            F.expand_window_weights(weights, start, length) if return_attention_scores else None
-        )
-        return context, full_weights
+        if not call.return_weights:
+            return context, None
+        return context, F.expand_window_weights(weights, start, length)
 
     # ------------------------------------------------------------------ local windows
     def window_plan(self, query, keys, training=None, default_positions: bool = True) -> WindowPlan:
@@ -225,7 +255,7 @@ class LocalAttentionBase(BaseAttention):
         if choice == "windows":
             return WindowPlan("windows", "window_implementation='windows'")
         steps, length, radius = query.shape[1], keys.shape[1], self.window_radius
-        if not self._dot_type_score():
+        if not self.score.dot_type:
             return WindowPlan("windows", "blocks and tiles need a dot-type score")
         # Plain ints only: None (TF) or a symbolic dimension (JAX shape inference) is not static.
         if not (isinstance(steps, int) and isinstance(length, int)):
@@ -253,15 +283,15 @@ class LocalAttentionBase(BaseAttention):
             return WindowPlan("tiles", "free centres")
         return WindowPlan("windows", "too few queries or keys for tiles")
 
+    def _keys_transposed(self) -> bool:
+        """Global dot-type scores only: local windows gather keys `[B, S, d]` as they are."""
+        return self.alignment == "global" and self.score.dot_type
+
     def _dropout_mask_width(self, memory_steps):
         """`S` for global attention; the window `2D + 1` for local (dropout keeps windows)."""
         if self.alignment == "global":
             return memory_steps
         return 2 * self.window_radius + 1
-
-    def _dot_type_score(self) -> bool:
-        """Whether the score is `query_features · keys` (then local attention may use tiles)."""
-        return False
 
     def _fused_windows(self, features, training) -> bool:
         """Whether the window path scores and sums without materialising the windows.
@@ -275,7 +305,7 @@ class LocalAttentionBase(BaseAttention):
         shared window tensor into the memory once, where the fused form's two gathers scatter
         twice (1.1x the wall time, 1.45x the CPU time of a training step at B = 4, S = 8192).
         """
-        if training or not self._dot_type_score() or features.shape[-1] is None:
+        if training or not self.score.dot_type or features.shape[-1] is None:
             return False
         return _xla_fuses_gathers(features)
 
@@ -303,10 +333,10 @@ class LocalAttentionBase(BaseAttention):
         positions = F.window_positions(center, radius)  # [B, T, 2D+1]
         if fused:
             key_windows = None
-            scores = self._scale(F.window_dot_scores(features, keys, positions))
+            scores = self.score.finish(F.window_dot_scores(features, keys, positions))
         else:
             key_windows = F.gather_positions(keys, positions)  # [B, T, 2D+1, d]
-            scores = self._scale(self._score(features, key_windows))
+            scores = self.score(features, key_windows)
         valid = F.window_validity(positions, length, mask, query_positions if causal else None)
         weights = self._normalize(scores, valid)
         if predicted is not None:

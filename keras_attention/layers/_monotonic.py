@@ -25,16 +25,26 @@ def _check_real(name: str, value: Any, minimum: float | None = None) -> float:
 
 
 class MonotonicAttention(RecurrentAttention):
-    """Monotonic attention over any score of the `BaseAttention` family.
+    """The monotonic form, over any score object (`layers/_scores.py`).
 
     `e_i = score(s, h_i) + r` with the learned scalar score bias `r` (`score_bias`, initially
-    `score_bias_init`), then `p_i = sigmoid(e_i + σ ε_i)` (`ε ~ N(0, 1)`, σ = `sigmoid_noise`,
-    in training only), `p = 0` on padding, and
+    `score_bias_init`: the subclass makes its score with `bias_init=self.score_bias_init`),
+    then `p_i = sigmoid(e_i + σ ε_i)` (`ε ~ N(0, 1)`, σ = `sigmoid_noise`, in training only),
+    `p = 0` on padding, and
     `α_t = keras_attention.functional.monotonic_alignment(p, α_{t−1}, mode)`. The state is
     `[α_{t−1}]`, a one-hot on the first memory position before the first step.
     """
 
-    def _init_monotonic(self, sigmoid_noise, score_bias_init, mode, seed) -> None:
+    def __init__(
+        self,
+        *,
+        sigmoid_noise: float = 0.0,
+        score_bias_init: float = 0.0,
+        mode: str = "parallel",
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(seed=seed, **kwargs)
         if mode not in MONOTONIC_MODES:
             raise ValueError(
                 f"`mode` must be one of {', '.join(map(repr, MONOTONIC_MODES))}. "
@@ -45,14 +55,6 @@ class MonotonicAttention(RecurrentAttention):
         self.score_bias_init = _check_real("score_bias_init", score_bias_init)
         if self.sigmoid_noise > 0:
             self.noise_generator = keras.random.SeedGenerator(seed)
-
-    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
-        super()._build_scoring(query_dim, key_dim)
-        self.score_bias = self.add_weight(
-            name="score_bias",
-            shape=(),
-            initializer=keras.initializers.Constant(self.score_bias_init),
-        )
 
     def initial_attention_state(self, batch_size, memory_steps) -> list:
         return one_hot_start(batch_size, memory_steps, self.compute_dtype)
@@ -69,8 +71,7 @@ class MonotonicAttention(RecurrentAttention):
 
     def attend_step(self, query, memory, states, training=None, noise=None):
         keys, value, mask = memory
-        scores = self._query_scores(query, keys)
-        scores = scores + ops.cast(self.score_bias, scores.dtype)
+        scores = self._query_scores(query, keys)  # the score object adds r (`bias_init`)
         if noise is None:  # a cell's step: drawn here (a layer call draws all steps at once)
             noise = self._noise(ops.shape(scores), training)
         weights = monotonic_probabilities(scores, states[0], self.mode, noise=noise, mask=mask)

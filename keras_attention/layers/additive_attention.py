@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-from keras import ops
 
-from keras_attention import functional as F
 from keras_attention._validation import check_flag
-from keras_attention.layers.base_attention import BaseAttention, default_norm_scale
+from keras_attention.layers._scores import AdditiveScore
+from keras_attention.layers.base_attention import BaseAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -106,35 +105,9 @@ class AdditiveAttention(BaseAttention):
             **kwargs,
         )
         self.normalize = check_flag("normalize", normalize)
-
-    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
-        units = self.units or query_dim
-        self.query_kernel = self._add_kernel("query_kernel", (query_dim, units))
-        self.key_kernel = self._add_kernel("key_kernel", (key_dim, units))
-        self.score_vector = self._add_kernel("score_vector", (units,))
-        if self.normalize:
-            self.norm_scale = self.add_weight(
-                name="norm_scale",
-                shape=(),
-                initializer=keras.initializers.Constant(default_norm_scale(units)),
-            )
-            self.norm_bias = self.add_weight(name="norm_bias", shape=(units,), initializer="zeros")
-
-    def _project_keys(self, key):
-        return F.project(key, self.key_kernel)
-
-    def _project_query(self, query):
-        return F.project(query, self.query_kernel)
-
-    def _score(self, query_features, keys):
-        if not self.normalize:
-            return F.additive_scores(query_features, keys, self.score_vector)
-        # g · v / ‖v‖ in float32: in float16 ‖v‖² overflows once ‖v‖ passes 256 (zero scores)
-        # and underflows for tiny v (0 / 0 = NaN).
-        dtype = F.wide_float_dtype(self.compute_dtype)
-        vector = ops.cast(self.score_vector, dtype)
-        vector = ops.cast(self.norm_scale, dtype) * vector / ops.sqrt(ops.sum(ops.square(vector)))
-        return F.additive_scores(query_features, keys, vector, bias=self.norm_bias)
+        self.score = AdditiveScore(
+            units=self.units, normalize=self.normalize, use_scale=self.use_scale
+        )
 
     def get_config(self) -> dict:
         config = super().get_config()

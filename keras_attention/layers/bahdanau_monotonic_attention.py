@@ -6,12 +6,13 @@ from typing import Any
 
 import keras
 
+from keras_attention._validation import check_flag
 from keras_attention.layers._monotonic import MonotonicAttention
-from keras_attention.layers.additive_attention import AdditiveAttention
+from keras_attention.layers._scores import AdditiveScore
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
+class BahdanauMonotonicAttention(MonotonicAttention):
     """Monotonic attention with an additive energy: tfa's `BahdanauMonotonicAttention`.
 
     Energies `e_i = v · tanh(s W_a + h_i U_a) + r` (`query_kernel` `[d_s, U]`, `key_kernel`
@@ -79,6 +80,7 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         Alignments. ICML 2017. https://arxiv.org/abs/1704.00784
     """
 
+    # `AdditiveAttention`'s options that this layer does not take (refused by name).
     _not_options = ("dropout", "probability_fn", "use_scale")
 
     def __init__(
@@ -97,11 +99,21 @@ class BahdanauMonotonicAttention(MonotonicAttention, AdditiveAttention):
         self._refuse(kwargs)
         super().__init__(
             units=units,
-            normalize=normalize,
+            sigmoid_noise=sigmoid_noise,
+            score_bias_init=score_bias_init,
+            mode=mode,
             seed=seed,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
             kernel_constraint=kernel_constraint,
             **kwargs,
         )
-        self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
+        self.normalize = check_flag("normalize", normalize)
+        self.score = AdditiveScore(
+            units=self.units, normalize=self.normalize, bias_init=self.score_bias_init
+        )
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({"units": self.units, "normalize": self.normalize})
+        return config

@@ -1,18 +1,19 @@
 """Shared machinery of the attention layers: call forms, masks, global attention.
 
-Subclasses only say how keys and queries are projected and how a score is computed
-(`_build_scoring`, `_project_keys`, `_project_query`, `_score`); everything else — parsing the
-call forms of docs/design.md §3, masks, the causal mask, dropout, probability functions and the
-output layout — lives here once. What only Luong's layer has (local alignment and its position
-network: `layers/_local_attention.py`; the attentional output h̃: `LuongAttention`) comes in
-through the hooks `_build_extra`, `_check_query_positions`, `_attend_memory`,
-`_attentional_output` and `_output_size`.
+A layer is a form and a score (`layers/_scores.py`, docs/design.md §3). This class is the
+global form: it parses the call forms of docs/design.md §3, masks (and the causal mask),
+applies dropout and the probability function, lays out the output, and asks its score object
+(`self.score`, made by the subclass' constructor) for the weights, the key and query projections
+and the energies. Luong's local alignment (`layers/_local_attention.py`) and the recurrent
+alignments (`layers/recurrent_attention.py`) are the other forms; what only they or
+`LuongAttention` have comes in through the hooks `_build_extra`, `_check_query_positions`,
+`_attend_memory`, `_keys_transposed`, `_dropout_mask_width`, `_attentional_output` and
+`_output_size`.
 """
 
 from __future__ import annotations
 
 import contextvars
-import math
 from typing import Any, NamedTuple
 
 import keras
@@ -26,6 +27,7 @@ from keras_attention.layers._call_inputs import (
     parse_call_inputs,
     raise_list_and_tensors,
 )
+from keras_attention.layers._scores import Score
 
 _PROBABILITY_FNS = ("softmax", "hardmax")
 
@@ -64,8 +66,12 @@ class BaseAttention(keras.layers.Layer):
 
     See the subclasses for the call contract. Outputs are `output` or `(output, weights)`. The
     options here are those every attention layer has; `units` is U, the hidden size of the
-    score's `tanh` layer where the score has one (additive, concat, location-sensitive).
+    score's `tanh` layer where the score has one (additive, concat, location-sensitive). A
+    subclass sets `self.score`, its score object (`layers/_scores.py`), in its constructor.
     """
+
+    #: The score object: weights, projections and energies (set by the subclass).
+    score: Score
 
     def __init__(
         self,
@@ -142,15 +148,10 @@ class BaseAttention(keras.layers.Layer):
                     f"The last dimension of `{name}` must be known. Received: "
                     f"{name}.shape={tuple(locals()[name + '_shape'])}"
                 )
-        self._build_scoring(query_dim, key_dim)
-        if self.use_scale:
-            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
+        self.score.build(self, query_dim, key_dim)  # the score's weights, `score_bias`, `scale`
         self._build_extra(query_dim, value_dim)
 
-    # Subclass hooks ------------------------------------------------------------
-    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
-        raise NotImplementedError
-
+    # Form hooks -----------------------------------------------------------------
     def _build_extra(self, query_dim: int, value_dim: int) -> None:
         """Weights beyond the score's, made after `scale` (the order is the checkpoints')."""
 
@@ -164,18 +165,6 @@ class BaseAttention(keras.layers.Layer):
     def _attentional_output(self, query, context):
         """The output made from the queries `[B, T, d_s]` and contexts `[B, T, d_v]`."""
         return context
-
-    def _project_keys(self, key):
-        """Keys as used by the score, computed once per memory (`h W_g`, `h U_a`, or `h`)."""
-        raise NotImplementedError
-
-    def _project_query(self, query):
-        """Query features used by the score (`s W_a` for additive, `s` otherwise)."""
-        raise NotImplementedError
-
-    def _score(self, query_features, keys):
-        """Scores `[B, T, S]` (keys `[B, S, .]`) or `[B, T, W]` (keys `[B, T, W, .]`)."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ call
     def call(
@@ -339,15 +328,15 @@ class BaseAttention(keras.layers.Layer):
             key = None if key is None else _zero_padding(key, mask)
             value = _zero_padding(value, mask)
         key = value if key is None else key
-        keys = self._project_keys(key)
+        keys = self.score.project_keys(key)
         if self._keys_transposed():
             # Once per memory, not once per query step; in the score's float32 (mixed precision).
             keys = ops.cast(ops.transpose(keys, (0, 2, 1)), F.wide_float_dtype(keys.dtype))
         return PreparedMemory(keys, value, mask)
 
     def _keys_transposed(self) -> bool:
-        """Whether `prepare_memory` stores the keys as `[B, d, S]` (global dot-type scores)."""
-        return False
+        """Whether `prepare_memory` stores the keys as `[B, d, S]`: a dot-type score, globally."""
+        return self.score.dot_type
 
     def attend(
         self,
@@ -387,7 +376,7 @@ class BaseAttention(keras.layers.Layer):
         else:
             context, full_weights = self._attend_memory(
                 query,
-                self._project_query(query),
+                self.score.project_query(query),
                 memory,
                 query_positions,
                 default_positions,
@@ -423,7 +412,7 @@ class BaseAttention(keras.layers.Layer):
         """
         keys, value, mask = memory
         length = ops.shape(value)[1]
-        scores = self._scale(self._score(features, keys))
+        scores = self.score(features, keys, self._keys_transposed())
         valid = None if mask is None else ops.expand_dims(mask, 1)
         if use_causal_mask:
             causal = ops.expand_dims(query_positions, -1) >= ops.arange(length, dtype="int32")
@@ -433,10 +422,6 @@ class BaseAttention(keras.layers.Layer):
         return F.matmul(ops.cast(weights, value.dtype), value), weights
 
     # ------------------------------------------------------------------ internals
-    def _scale(self, scores):
-        # Scores are float32 (see `functional.scores`): scale them there, never in float16.
-        return scores * ops.cast(self.scale, scores.dtype) if self.use_scale else scores
-
     def _normalize(self, scores, valid):
         """Scores to weights over the valid positions: softmax, or tfa's hardmax (one-hot)."""
         if self.probability_fn == "hardmax":
@@ -516,8 +501,3 @@ def _zero_padding(x, mask):
 def _is_empty(static_dims) -> bool:
     """Whether one of the static dimensions is 0 (an empty batch, no query steps, no memory)."""
     return any(d == 0 for d in static_dims)
-
-
-def default_norm_scale(units: int) -> float:
-    """The initial value of the weight-normalisation scale g: sqrt(1 / U)."""
-    return math.sqrt(1.0 / units)

@@ -9,13 +9,12 @@ from keras import ops
 
 from keras_attention import functional as F
 from keras_attention._validation import check_flag, check_int
-from keras_attention.functional.monotonic import location_features
-from keras_attention.layers.additive_attention import AdditiveAttention
+from keras_attention.layers._scores import LocationScore
 from keras_attention.layers.recurrent_attention import RecurrentAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
+class LocationSensitiveAttention(RecurrentAttention):
     """Additive attention that also sees where it attended before.
 
     `e_i = v · tanh(s W_a + h_i U_a + f_i P)` with the location features
@@ -102,7 +101,6 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
         self._refuse(kwargs)
         super().__init__(
             units=units,
-            normalize=normalize,
             use_scale=use_scale,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
@@ -115,14 +113,15 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
         self.kernel_size = int(kernel_size)
         self.cumulative = check_flag("cumulative", cumulative)
         self.state_count = 2 if self.cumulative else 1
-
-    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
-        super()._build_scoring(query_dim, key_dim)
-        units = self.units or query_dim
-        self.location_kernel = self._add_kernel(
-            "location_kernel", (self.kernel_size, self.state_count, self.filters)
+        self.normalize = check_flag("normalize", normalize)
+        self.score = LocationScore(
+            filters=self.filters,
+            kernel_size=self.kernel_size,
+            channels=self.state_count,
+            units=self.units,
+            normalize=self.normalize,
+            use_scale=self.use_scale,
         )
-        self.location_projection = self._add_kernel("location_projection", (self.filters, units))
 
     def initial_attention_state(self, batch_size, memory_steps) -> list:
         zeros = ops.zeros((batch_size, memory_steps), self.compute_dtype)
@@ -130,14 +129,9 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
 
     def attend_step(self, query, memory, states, training=None, noise=None):
         keys, value, mask = memory
-        dtype = keys.dtype
-        previous = ops.stack([ops.cast(s, dtype) for s in states], axis=-1)  # [B, S, C]
-        kernel = ops.cast(self.location_kernel, dtype)
-        location = F.project(
-            location_features(previous, kernel), ops.cast(self.location_projection, dtype)
-        )
-        features = self._project_query(ops.expand_dims(query, 1))
-        scores = self._scale(self._score(features, keys + location))[:, 0]
+        location = self.score.locate(states, keys.dtype)  # f P [B, S, U]
+        features = self.score.project_query(ops.expand_dims(query, 1))
+        scores = self.score(features, keys + location)[:, 0]
         weights = F.masked_softmax(scores, mask)
         new_states = [weights]
         if self.cumulative:
@@ -148,6 +142,8 @@ class LocationSensitiveAttention(RecurrentAttention, AdditiveAttention):
         config = super().get_config()
         config.update(
             {
+                "units": self.units,
+                "normalize": self.normalize,
                 "filters": self.filters,
                 "kernel_size": self.kernel_size,
                 "cumulative": self.cumulative,

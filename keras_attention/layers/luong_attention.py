@@ -10,6 +10,7 @@ from keras import ops
 from keras_attention import functional as F
 from keras_attention._validation import check_int
 from keras_attention.layers._local_attention import LocalAttentionBase
+from keras_attention.layers._scores import AdditiveScore, DotScore, GeneralScore, Score
 from keras_attention.layers.base_attention import get_identifier
 
 _SCORE_MODES = ("dot", "general", "concat")
@@ -160,21 +161,7 @@ class LuongAttention(LocalAttentionBase):
         self.attention_activation = get_identifier(
             keras.activations.get, "attention_activation", attention_activation
         )
-
-    def _build_scoring(self, query_dim: int, key_dim: int) -> None:
-        if self.score_mode == "dot" and query_dim != key_dim:
-            raise ValueError(
-                f"score_mode='dot' needs queries and keys of the same size, but layer "
-                f"{self.name} received query size {query_dim} and key size {key_dim}. Use "
-                "score_mode='general' (a learned [key, query] kernel) or AdditiveAttention."
-            )
-        if self.score_mode == "general":
-            self.score_kernel = self._add_kernel("score_kernel", (key_dim, query_dim))
-        elif self.score_mode == "concat":
-            units = self.units or query_dim
-            self.query_kernel = self._add_kernel("query_kernel", (query_dim, units))
-            self.key_kernel = self._add_kernel("key_kernel", (key_dim, units))
-            self.score_vector = self._add_kernel("score_vector", (units,))
+        self.score = _make_score(score_mode, self.units, self.use_scale, self.alignment)
 
     # ---------------------------------------------------------- the attentional output h̃
     def _build_extra(self, query_dim: int, value_dim: int) -> None:
@@ -195,39 +182,6 @@ class LuongAttention(LocalAttentionBase):
             output = self.attention_activation(output)
         return output
 
-    # ---------------------------------------------------------- scores
-    def _project_general_query(self) -> bool:
-        # s · (h W_g) = (s W_gᵀ) · h. Globally the keys h W_g are made once per memory. With
-        # local windows the query is projected instead, so the raw memory serves as both keys
-        # and values and only one window tensor is gathered (and scattered back in the
-        # gradient): the same FLOPs, half the memory traffic.
-        return self.score_mode == "general" and self.alignment != "global"
-
-    def _project_keys(self, key):
-        if self.score_mode == "general" and not self._project_general_query():
-            return F.project(key, self.score_kernel)
-        if self.score_mode == "concat":
-            return F.project(key, self.key_kernel)
-        return key
-
-    def _project_query(self, query):
-        if self.score_mode == "concat":
-            return F.project(query, self.query_kernel)
-        if self._project_general_query():
-            return F.project(query, ops.transpose(self.score_kernel))
-        return query
-
-    def _keys_transposed(self) -> bool:
-        return self.score_mode != "concat" and self.alignment == "global"
-
-    def _dot_type_score(self) -> bool:
-        return self.score_mode != "concat"
-
-    def _score(self, query_features, keys):
-        if self.score_mode == "concat":
-            return F.additive_scores(query_features, keys, self.score_vector)
-        return F.dot_scores(query_features, keys, keys_transposed=self._keys_transposed())
-
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(
@@ -241,3 +195,14 @@ class LuongAttention(LocalAttentionBase):
             }
         )
         return config
+
+
+def _make_score(score_mode: str, units: int | None, use_scale: bool, alignment: str) -> Score:
+    """The score object of a `score_mode`: concat is the additive score (`v · tanh(W[s; h])`
+    with `W` split into its query and key halves)."""
+    if score_mode == "concat":
+        return AdditiveScore(units=units, use_scale=use_scale)
+    if score_mode == "general":
+        # s · (h W_g) = (s W_gᵀ) · h: local windows project the query (see `GeneralScore`).
+        return GeneralScore(project_query=alignment != "global", use_scale=use_scale)
+    return DotScore(use_scale=use_scale)

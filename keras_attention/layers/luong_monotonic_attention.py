@@ -7,11 +7,11 @@ from typing import Any
 import keras
 
 from keras_attention.layers._monotonic import MonotonicAttention
-from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.layers._scores import GeneralScore
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
+class LuongMonotonicAttention(MonotonicAttention):
     """Monotonic attention with a multiplicative energy: tfa's `LuongMonotonicAttention`.
 
     Energies `e_i = g · s · (h_i W_g) + r` with `W_g` `[d_h, d_s]` (`score_kernel`, tfa's
@@ -50,7 +50,8 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
         Alignments. ICML 2017. https://arxiv.org/abs/1704.00784
     """
 
-    # Always the general score, global (the monotonic recurrence is its alignment), no h̃.
+    # `LuongAttention`'s options that this layer does not take (refused by name): always the
+    # general score, global (the monotonic recurrence is its alignment), no h̃.
     _not_options = (
         "dropout",
         "probability_fn",
@@ -77,12 +78,14 @@ class LuongMonotonicAttention(MonotonicAttention, LuongAttention):
     ) -> None:
         self._refuse(kwargs)
         super().__init__(
-            score_mode="general",
             use_scale=use_scale,
+            sigmoid_noise=sigmoid_noise,
+            score_bias_init=score_bias_init,
+            mode=mode,
             seed=seed,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
             kernel_constraint=kernel_constraint,
             **kwargs,
         )
-        self._init_monotonic(sigmoid_noise, score_bias_init, mode, seed)
+        self.score = GeneralScore(use_scale=self.use_scale, bias_init=self.score_bias_init)

@@ -32,9 +32,10 @@ class RecurrentAttention(BaseAttention):
 
     state_count: int = 1
 
-    #: Options of the plain layer a recurrent layer derives from that it does not have (its
-    #: weights are no softmax that dropout or hardmax could act on; its alignment is its own):
-    #: refused by the constructor (`_refuse`) and left out of the config (`get_config`).
+    #: Options of the plain layer of the same score (`AdditiveAttention`, `LuongAttention`)
+    #: that a recurrent layer does not have (its weights are no softmax that dropout or hardmax
+    #: could act on; its alignment is its own): refused by name by the constructor (`_refuse`,
+    #: a clearer error than Keras' unknown keyword) and left out of the config (`get_config`).
     _not_options: tuple = ("dropout", "probability_fn")
 
     def _refuse(self, kwargs: dict) -> None:
@@ -220,9 +221,9 @@ class RecurrentAttention(BaseAttention):
         return ops.einsum("bs,bsd->bd", weights, value)
 
     def _query_scores(self, query, keys):
-        """The layer's score `[B, S]` (float32) of one query step `[B, d_s]`."""
-        features = self._project_query(ops.expand_dims(query, 1))
-        return self._scale(self._score(features, keys))[:, 0]
+        """The layer's energies `[B, S]` (float32) for one query step `[B, d_s]`."""
+        features = self.score.project_query(ops.expand_dims(query, 1))
+        return self.score(features, keys, self._keys_transposed())[:, 0]
 
 
 def one_hot_start(batch_size, memory_steps, dtype) -> list:

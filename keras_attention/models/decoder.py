@@ -125,40 +125,7 @@ class Seq2SeqDecoder(ConfigLayer):
             cell_class(self.units, name=f"{self.rnn}_cell_{i}") for i in range(self.num_layers)
         ]
         cell = cells[0] if len(cells) == 1 else keras.layers.StackedRNNCells(cells)
-        if self.attention == "luong":
-            attention_layer = LuongAttention(
-                score_mode=score_mode,
-                alignment=alignment,
-                window_radius=self.window_radius,
-                units=self.score_units,
-                name="luong_attention",
-            )
-            self.cell = LuongAttentionCell(
-                cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
-            )
-        elif self.attention == "monotonic":
-            if score_mode == "general":
-                attention_layer = LuongMonotonicAttention(name="monotonic_attention")
-            elif score_mode == "concat":
-                attention_layer = BahdanauMonotonicAttention(
-                    units=self.score_units, name="monotonic_attention"
-                )
-            else:
-                raise ValueError(
-                    "attention='monotonic' takes score_mode='general' (LuongMonotonicAttention) "
-                    f"or 'concat' (BahdanauMonotonicAttention). Received: score_mode={score_mode!r}"
-                )
-            self.cell = LuongAttentionCell(
-                cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
-            )
-        elif self.attention == "location_sensitive":
-            attention_layer = LocationSensitiveAttention(
-                units=self.score_units, cumulative=True, name="location_sensitive_attention"
-            )
-            self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
-        else:
-            attention_layer = AdditiveAttention(units=self.score_units, name="additive_attention")
-            self.cell = BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
+        self.cell = self._attention_cell(cell, score_mode, alignment)
         scheduled_sampling_mode = check_choice(
             "scheduled_sampling_mode", scheduled_sampling_mode, ("sample", "argmax")
         )
@@ -190,6 +157,44 @@ class Seq2SeqDecoder(ConfigLayer):
         self.projection = keras.layers.Dense(
             self.vocabulary_size, dtype="float32" if mixed else None, name="projection"
         )
+
+    def _attention_cell(self, cell, score_mode: str, alignment: str):
+        """The attention layer of `attention` (and `score_mode`) around `cell`, in its cell:
+        `LuongAttentionCell` (Luong, monotonic) or `BahdanauAttentionCell` (additive,
+        location-sensitive)."""
+        if self.attention == "luong":
+            attention_layer = LuongAttention(
+                score_mode=score_mode,
+                alignment=alignment,
+                window_radius=self.window_radius,
+                units=self.score_units,
+                name="luong_attention",
+            )
+            return LuongAttentionCell(
+                cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
+            )
+        if self.attention == "monotonic":
+            if score_mode == "general":
+                attention_layer = LuongMonotonicAttention(name="monotonic_attention")
+            elif score_mode == "concat":
+                attention_layer = BahdanauMonotonicAttention(
+                    units=self.score_units, name="monotonic_attention"
+                )
+            else:
+                raise ValueError(
+                    "attention='monotonic' takes score_mode='general' (LuongMonotonicAttention) "
+                    f"or 'concat' (BahdanauMonotonicAttention). Received: score_mode={score_mode!r}"
+                )
+            return LuongAttentionCell(
+                cell, attention_layer, input_feeding=self.input_feeding, name="attention_cell"
+            )
+        if self.attention == "location_sensitive":
+            attention_layer = LocationSensitiveAttention(
+                units=self.score_units, cumulative=True, name="location_sensitive_attention"
+            )
+            return BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
+        attention_layer = AdditiveAttention(units=self.score_units, name="additive_attention")
+        return BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
 
     @classmethod
     def from_config(cls, config: dict):

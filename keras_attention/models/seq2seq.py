@@ -145,27 +145,13 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     ) -> None:
         score_units = take_renamed(kwargs, "Seq2Seq", "attention_dim", "score_units", score_units)
         super().__init__(**kwargs)
-        source_tokenizer = check_tokenizer("source_tokenizer", source_tokenizer)
-        target_tokenizer = check_tokenizer("target_tokenizer", target_tokenizer)
-        self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = target_tokenizer
-        source_vocabulary_size = _vocabulary_size(
-            "source_vocabulary_size", source_vocabulary_size, source_tokenizer
+        source_vocabulary_size, target_vocabulary_size = self._set_vocabularies(
+            (source_vocabulary_size, target_vocabulary_size),
+            (source_tokenizer, target_tokenizer),
+            start_id,
+            end_id,
+            oov_id,
         )
-        target_vocabulary_size = _vocabulary_size(
-            "target_vocabulary_size", target_vocabulary_size, target_tokenizer
-        )
-        check_tokenizer("source_tokenizer", source_tokenizer, source_vocabulary_size)
-        check_tokenizer("target_tokenizer", target_tokenizer, target_vocabulary_size)
-        check_tokens({"start_id": start_id, "end_id": end_id}, target_vocabulary_size)
-        for name, value in (("start_id", start_id), ("end_id", end_id)):
-            if value == 0:
-                raise ValueError(
-                    f"`{name}` cannot be 0, the padding id (masked in the targets). "
-                    f"Received: {name}=0"
-                )
-        self.start_id, self.end_id = int(start_id), int(end_id)
-        self.oov_id = _check_oov_id(oov_id, source_vocabulary_size, target_vocabulary_size)
         units = check_int("units", units, minimum=1)
         encoder_units = check_int(
             "encoder_units", units if encoder_units is None else encoder_units, minimum=1
@@ -196,17 +182,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             self._config["scheduled_sampling_mode"] = scheduled_sampling_mode
         if self.oov_id is not None:
             self._config["oov_id"] = self.oov_id
-        memory_dim = encoder_units * (2 if bidirectional else 1)
-        is_luong = str(attention).lower() == "luong"
-        if is_luong and str(score_mode).lower() == "dot" and memory_dim != units:
-            raise ValueError(
-                "score_mode='dot' compares the decoder state (`units`) with the encoder outputs "
-                "(`encoder_units`, doubled when `bidirectional`), so their sizes must match. "
-                f"Received: units={units}, encoder_units={encoder_units}, "
-                f"bidirectional={bool(bidirectional)} (encoder outputs of size {memory_dim}); "
-                f"use encoder_units={units // 2 if bidirectional else units} or "
-                "score_mode='general'"
-            )
+        _check_dot_sizes(attention, score_mode, units, encoder_units, bidirectional)
         self.encoder = Seq2SeqEncoder(
             source_vocabulary_size,
             embedding_dim,
@@ -237,6 +213,29 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             scheduled_sampling_excluded_tokens=sorted({0, self.start_id} - {self.end_id}),
             name="decoder",
         )
+
+    def _set_vocabularies(self, sizes, tokenizers, start_id, end_id, oov_id) -> tuple:
+        """Check the tokenizers, vocabulary sizes and special ids and keep them (the tokenizers,
+        `start_id`, `end_id`, `oov_id`); returns the source and target vocabulary sizes."""
+        sides = ("source", "target")
+        tokenizers = [check_tokenizer(f"{side}_tokenizer", t) for side, t in zip(sides, tokenizers)]
+        self.source_tokenizer, self.target_tokenizer = tokenizers
+        sizes = [
+            _vocabulary_size(f"{side}_vocabulary_size", size, tokenizer)
+            for side, size, tokenizer in zip(sides, sizes, tokenizers)
+        ]
+        for side, tokenizer, size in zip(sides, tokenizers, sizes):
+            check_tokenizer(f"{side}_tokenizer", tokenizer, size)
+        check_tokens({"start_id": start_id, "end_id": end_id}, sizes[1])
+        for name, value in (("start_id", start_id), ("end_id", end_id)):
+            if value == 0:
+                raise ValueError(
+                    f"`{name}` cannot be 0, the padding id (masked in the targets). "
+                    f"Received: {name}=0"
+                )
+        self.start_id, self.end_id = int(start_id), int(end_id)
+        self.oov_id = _check_oov_id(oov_id, *sizes)
+        return tuple(sizes)
 
     @property
     def source_vocabulary_size(self) -> int:
@@ -515,6 +514,21 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         configuration only, so the `input_shape` a file records is not needed (nor trusted)."""
         if not self.built:
             self.build(_ANY_SHAPE)
+
+
+def _check_dot_sizes(attention, score_mode, units: int, encoder_units: int, bidirectional) -> None:
+    """Luong's dot score compares the decoder state with the encoder outputs: equal sizes."""
+    memory_dim = encoder_units * (2 if bidirectional else 1)
+    is_luong = str(attention).lower() == "luong"
+    if is_luong and str(score_mode).lower() == "dot" and memory_dim != units:
+        raise ValueError(
+            "score_mode='dot' compares the decoder state (`units`) with the encoder outputs "
+            "(`encoder_units`, doubled when `bidirectional`), so their sizes must match. "
+            f"Received: units={units}, encoder_units={encoder_units}, "
+            f"bidirectional={bool(bidirectional)} (encoder outputs of size {memory_dim}); "
+            f"use encoder_units={units // 2 if bidirectional else units} or "
+            "score_mode='general'"
+        )
 
 
 def _vocabulary_size(name: str, value: Any, tokenizer: Any) -> int:
