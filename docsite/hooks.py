@@ -175,6 +175,17 @@ def _has_examples(identifier: str) -> bool:
     return bool(obj is not None and obj.docstring and ">>>" in obj.docstring.value)
 
 
+def _borrows_call_arguments(identifier: str) -> bool:
+    """Whether the object's `Call arguments:` are another layer's (``As `Layer`'s``, filled
+    in by `griffe_keras.KerasDocstrings`)."""
+    obj = _static_object(identifier)
+    text = obj.docstring.value if obj is not None and obj.docstring else ""
+    return bool(re.search(r"Call arguments:\s*\n\s*As `\w+`'s", text))
+
+
+_QUERY_ROW = re.compile(r"Call arguments:.*?<code>query</code>\s*</td>", re.DOTALL)
+
+
 def on_post_build(config, **kwargs):
     site = Path(config["site_dir"])
     problems = []
@@ -194,5 +205,8 @@ def on_post_build(config, **kwargs):
         if page.kind == "name" and _has_examples(page.identifier):
             if not _EXAMPLE_BLOCK.search(text):
                 problems.append(f"{page.path}: the docstring's example is not a code block")
+        if page.kind == "name" and _borrows_call_arguments(page.identifier):
+            if not _QUERY_ROW.search(text):
+                problems.append(f"{page.path}: the call arguments it borrows are not rendered")
     if problems:
         raise PluginError("API reference incomplete:\n  " + "\n  ".join(problems))

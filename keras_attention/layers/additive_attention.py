@@ -42,22 +42,9 @@ class AdditiveAttention(BaseAttention):
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        query: `[B, T, d_s]` or one step `[B, d_s]`; or a list `[query, value]` /
-            `[query, value, key]`; or, alone, one sequence `x` (attention pooling: the query is
-            the last valid step of `x`).
-        value: `[B, S, d_v]`. Defaults to `None`.
-        key: `[B, S, d_h]`. Defaults to `None` (the value).
+        As `LuongAttention`'s, where `query_positions` serves the causal mask only:
         query_positions: Integer step indices `[B, T]`, used by the causal mask. Defaults to
             `None` (`0 … T−1`).
-        mask: List of masks `[query_mask, value_mask(, key_mask)]`, or the mask of `x`.
-            Filled in by Keras from `mask_zero` embeddings.
-        query_mask: Boolean `[B, T]`; masked query steps give zero outputs. Defaults to `None`.
-        value_mask: Boolean `[B, S]`; `False` positions get zero weight. Defaults to `None`.
-        key_mask: Boolean `[B, S]`, combined with `value_mask`. Defaults to `None`.
-        training: Whether dropout is active. Defaults to `None`.
-        return_attention_scores: Also return the weights. Defaults to `False`.
-        use_causal_mask: Queries attend only to positions `<= query_positions`. Defaults to
-            `False`.
 
     Returns:
         The context `[B, T, d_v]` (`[B, d_v]` for single-step queries and pooling), and with

@@ -47,17 +47,10 @@ class LocationSensitiveAttention(RecurrentAttention):
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        query: `[B, T, d_s]` or one step `[B, d_s]`, or a list `[query, value(, key)]`.
-        value: `[B, S, d_v]`. Defaults to `None`.
-        key: `[B, S, d_h]`. Defaults to `None` (the value).
-        mask: List of masks `[query_mask, value_mask(, key_mask)]` (Keras fills it in).
-        query_mask: Boolean `[B, T]`; masked steps keep the state and give zeros.
-        value_mask: Boolean `[B, S]`; padding gets zero weight.
-        key_mask: Boolean `[B, S]`, combined with `value_mask`.
+        As `BahdanauMonotonicAttention`'s, with its own state and no noise:
         initial_state: The state list (one or two `[B, S]` tensors). Defaults to `None`
             (zeros).
         training: Unused (no dropout). Defaults to `None`.
-        return_attention_scores: Also return the weights `[B, T, S]`. Defaults to `False`.
         return_state: Also return the final state tensors. Defaults to `False`.
 
     Returns:

@@ -34,7 +34,12 @@ class LuongMonotonicAttention(MonotonicAttention):
         kernel_constraint: Constraint of `W_g`. Defaults to `None`.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
-    Call arguments and returns: as `BahdanauMonotonicAttention`.
+    Call arguments:
+        As `BahdanauMonotonicAttention`'s.
+
+    Returns:
+        As `BahdanauMonotonicAttention`: the context, then the weights if asked, then the state
+        tensor if asked.
 
     Example:
 
