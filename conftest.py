@@ -25,6 +25,8 @@ TENSORFLOW_ONLY_PATHS = (
     "tests/text",
     "tests/export",
     # Examples built on the tf-text tokenizers, the tf.function Translator or SavedModel export.
+    "keras_attention/cli.py",
+    "tests/cli",
     "tests/examples/test_translate.py",
     "tests/examples/test_export_for_serving.py",
     "tests/examples/test_tune.py",

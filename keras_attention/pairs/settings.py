@@ -60,7 +60,7 @@ class Settings:
     beam_width: int = 4
     max_length: int = 32
     buckets: tuple[int, ...] = field(default_factory=tuple)
-    time_budget: float = 28.5
+    time_budget: float = 24.5
     cpu_budget: float | None = None
     jit_compile: bool = True
     seed: int = 0
@@ -118,7 +118,7 @@ def choose_settings(
     (BENCHMARKS.md §7 and "G2P in 21 languages"):
 
     - from 50,000 pairs (CMUdict): 256 units, batches of 128, no dropout, two members with
-      28.5 minutes between them;
+      24.5 training minutes between them (`examples/pronounce.py`'s 28.5-minute run);
     - from 3,000 pairs: 256 units, batches of 64, dropout 0.2, 10 minutes;
     - fewer: 128 units, batches of 32, dropout 0.3, 5 minutes.
 
@@ -134,7 +134,7 @@ def choose_settings(
             "units": 256,
             "batch_size": 128,
             "dropout": 0.0,
-            "time_budget": 28.5,
+            "time_budget": 24.5,
             "epochs": 40,
         }
     elif pairs >= 3_000:

@@ -24,13 +24,14 @@ class Vocabulary:
     """
 
     def __init__(self, symbols: Iterable[str]) -> None:
-        self.symbols = sorted(set(symbols))
-        for i, symbol in enumerate(self.symbols):
+        symbols = list(symbols)
+        for i, symbol in enumerate(symbols):
             if not isinstance(symbol, str) or not symbol or symbol in SPECIAL_TOKENS:
                 raise ValueError(
                     "`symbols` must be non-empty strings other than the special tokens "
                     f"{SPECIAL_TOKENS}. Received: symbols[{i}]={symbol!r}"
                 )
+        self.symbols = sorted(set(symbols))
         self.tokens = [*SPECIAL_TOKENS, *self.symbols]
         self.index = {s: i for i, s in enumerate(self.tokens)}
 

@@ -14,11 +14,14 @@ PAD_ID, START_ID, END_ID = 0, 2, 3
 
 
 def length_buckets(lengths: Sequence[int], buckets: int = 5) -> tuple[int, ...]:
-    """Upper bounds of `buckets` length buckets from the lengths' quantiles (the last bound is
-    the longest length), so that each bucket holds about as many pairs and pads to its bound.
+    """Upper bounds of length buckets: the lengths' quantiles `1/buckets, ..., (buckets -
+    1)/buckets`, then their 95th percentile and the longest length, so that each bucket holds
+    about as many pairs and the few long ones do not make a large bucket pad to the longest.
 
     >>> length_buckets([3, 4, 4, 5, 6, 7, 8, 9, 12, 20], buckets=3)
     (5, 8, 20)
+    >>> length_buckets(list(range(1, 101)), buckets=2)
+    (51, 96, 100)
     """
     buckets = check_int("buckets", buckets, minimum=1)
     lengths = np.asarray(lengths)
@@ -26,7 +29,8 @@ def length_buckets(lengths: Sequence[int], buckets: int = 5) -> tuple[int, ...]:
         raise ValueError(
             f"`lengths` must be a non-empty list of lengths >= 1. Received: lengths={lengths!r}"
         )
-    quantiles = np.quantile(lengths, np.arange(1, buckets) / buckets, method="higher")
+    levels = [*(np.arange(1, buckets) / buckets), 0.95]
+    quantiles = np.quantile(lengths, levels, method="higher")
     return tuple(sorted({*(int(q) for q in quantiles), int(lengths.max())}))
 
 

@@ -2,7 +2,7 @@
 the selection of the weights kept (the best epoch by a monitored score, or the mean of the last
 epochs' weights where it scores better), in one Keras callback.
 
-The recipe behind `keras-attention train` and `examples/pronounce.py` (docs/design.md §10).
+The recipe behind `keras-attention train` and `examples/pronounce.py`.
 """
 
 from __future__ import annotations
