@@ -92,7 +92,6 @@ def test_evaluate_scores_against_any_reference_as_an_independent_count(folder, t
     wrong = edits = length = 0
     for _, prediction, references in rows:
         refs = [r.split() for r in references.split(" | ")]
-        assert len(refs) == (2 if rows[0][0] == _ else 1) or True
         distances = [_edit_distance(prediction.split(), r) for r in refs]
         closest = int(np.argmin(distances))
         wrong += min(distances) > 0
@@ -169,10 +168,12 @@ def test_commands_refuse_a_folder_that_is_not_a_model_and_bad_options(tmp_path, 
     assert "n_best=3, beam_width=2" in capsys.readouterr().err
     assert main(["evaluate", "--model", str(folder / "model"), str(tmp_path / "no.tsv")]) == 2
     assert "`TEST.tsv` must be a readable file" in capsys.readouterr().err
-    for argv in (["export", "--model", str(folder / "model")],
-                 ["train", "--train", "a", "--valid", "b", "--output-dir", "c",
-                  "--time-budget", "1", "--cpu-budget", "1"],
-                 ["train", "--train", "a", "--valid", "b", "--output-dir", "c", "--units", "0"]):  # fmt: skip
+    base = ["train", "--train", "a", "--valid", "b", "--output-dir", "c"]
+    for argv in (
+        ["export", "--model", str(folder / "model")],
+        [*base, "--time-budget", "1", "--cpu-budget", "1"],
+        [*base, "--units", "0"],
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2
