@@ -1,7 +1,8 @@
 """MkDocs hooks of the API reference site (`make docs`; mkdocs.yml names this file).
 
 - The repository's root documents become pages: README.md the index, CHANGELOG.md and
-  BENCHMARKS.md; docs/*.md are the guides (whatever docs/ holds, in the navigation by title).
+  BENCHMARKS.md; docs/*.md are the guides (whatever docs/ holds, in the navigation by title,
+  in the reading order of `GUIDE_ORDER`, then any other page by file name).
 - Links between them are rewritten to the site's pages (`docs/design.md` from the README is
   `design.md` here); a link to a repository file that is not a page (an example script, a test)
   becomes its text, since the site has no copy of it. Links inside code blocks are left alone.
@@ -44,8 +45,31 @@ def _title(markdown: str, default: str) -> str:
     return default
 
 
+# The guides in reading order: learning attention, the layers, the decoders, the searches, the
+# models, the examples, running at scale, then the notes. A page of docs/ not named here
+# follows them, by file name.
+GUIDE_ORDER = [
+    "walkthrough.md",
+    "attention-layers.md",
+    "decoders.md",
+    "monotonic-attention.md",
+    "decoding.md",
+    "seq2seq.md",
+    "pronunciation.md",
+    "examples.md",
+    "backends.md",
+    "scaling.md",
+    "multi-worker-keras-bug.md",
+    "migrating-from-tfa.md",
+    "development.md",
+    "design.md",
+    "benchmarks-history.md",
+]
+
+
 def _guides() -> list[Path]:
-    return sorted((ROOT / "docs").glob("*.md"))
+    rank = {name: index for index, name in enumerate(GUIDE_ORDER)}
+    return sorted((ROOT / "docs").glob("*.md"), key=lambda p: (rank.get(p.name, len(rank)), p.name))
 
 
 _STATIC: dict = {}

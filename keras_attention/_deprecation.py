@@ -1,5 +1,5 @@
 """Renamed arguments: the old keyword keeps working, with a `DeprecationWarning`, until
-`REMOVAL` (docs/design.md §9, "Names"). The one implementation of that rule, for keywords
+`REMOVAL`. The one implementation of that rule, for keywords
 (`take_renamed`, inside an `__init__` with `**kwargs`) and for functions
 (`renamed_arguments`, a decorator). Giving the old and the new name at once is a
 `ValueError` naming both. A saved config that holds an old key is not the user's call site:

@@ -1,6 +1,6 @@
 """The validation floor: the argument checks every part of the package uses (floor 0).
 
-One policy everywhere (docs/design.md §1, "Argument checks"):
+One policy everywhere:
 
 - An integer is a Python `int` or a NumPy integer scalar (keras-tuner hands out `np.int64`);
   `bool` and `np.bool_` are not integers (a flag is not a count), nor is `2.0`.

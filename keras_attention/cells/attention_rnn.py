@@ -46,14 +46,14 @@ class AttentionRNN(keras.layers.Layer):
     owns one, as `Seq2Seq` does), `sequences` may be the integer target ids `[B, T]` themselves;
     the layer embeds them (an id outside `[0, V)` reads as a zero vector) and takes the mask
     from the embedding (`mask_zero=True`) when none is given. For the common Luong decoder (the
-    fused path, `docs/design.md` §2.7) over a plain `keras.layers.Embedding` this lets the
+    fused path, see `execution_plan`) over a plain `keras.layers.Embedding` this lets the
     layer fold the LSTM kernel's input rows into the embedding table when the vocabulary is
     smaller than the batch's `B·T` tokens (`(E W_y)[id]`: a `[V, 4 d]` table instead of a
     `[B·T, d_y] × [d_y, 4 d]` product, forward and backward). The results are those of
     embedding first, to float round-off.
 
     Execution plan: each call first decides how it runs (`execution_plan`), then runs that.
-    The fused Luong decoder (`docs/design.md` §2.7) computes the same outputs and gradients as
+    The fused Luong decoder computes the same outputs and gradients as
     the stepped loop, faster, for the models its contract declares (compared against the
     components' full configs: an option it does not declare runs the stepped loop);
     `implementation` overrides the choice, as `use_cudnn` does for Keras' `LSTM`.

@@ -104,8 +104,7 @@ def beam_search(
     to float32 before the log-softmax and top-k. With `beam_width=1` it equals `greedy_search`.
 
     The token-id arguments were called `start_token`, `end_token`, `pad_token` and `vocab_size`
-    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0
-    (docs/design.md §9, "Names").
+    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0.
 
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights

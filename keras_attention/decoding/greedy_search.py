@@ -43,8 +43,7 @@ def greedy_search(
     compiles under `jit_compile=True`. Logits are cast to float32 before the log-softmax.
 
     The token-id arguments were called `start_token`, `end_token`, `pad_token` and `vocab_size`
-    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0
-    (docs/design.md §9, "Names").
+    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0.
 
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights

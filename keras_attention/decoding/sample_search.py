@@ -61,8 +61,8 @@ def sample_search(
     (found by bisection, the default on TensorFlow, where XLA on CPU makes `ops.top_k` a full
     sort), or `ops.top_k`'s k (`top_k_method="sort"`); only their uniforms are hashed. `top_p` alone
     draws by an exact rejection chain (each round: one Gumbel winner, one pass to test it
-    against the nucleus; about 2-4 rounds for p >= 0.5) or, for p < 0.5, a bisection on the
-    logit value (`sampling.nucleus_threshold`). BENCHMARKS.md, section 4, has the figures.
+    against the nucleus; for p >= 0.5) or, for p < 0.5, a bisection on the logit value
+    (`sampling.nucleus_threshold`). The costs: see BENCHMARKS.md §4.
     Ties at a top-k or nucleus boundary are all kept.
 
     Same step-function protocol, loop (`ops.while_loop` with `maximum_iterations`, early stop
@@ -70,8 +70,7 @@ def sample_search(
     `XlaDynamicUpdateSlice`) and result as `greedy_search`.
 
     The token-id arguments were called `start_token`, `end_token`, `pad_token` and `vocab_size`
-    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0
-    (docs/design.md §9, "Names").
+    up to 0.2.0; those keywords still work, with a `DeprecationWarning`, until 0.4.0.
 
     Args:
         step_fn: `step_fn(tokens [N] int32, state, t) -> (logits [N, V], new_state, weights

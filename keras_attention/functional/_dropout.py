@@ -1,10 +1,8 @@
 """Dropout whose mask comes from the package's counter-based hash, not the backend's generator.
 
-Why: under XLA on CPU, TensorFlow's random generator is about 80 times slower than outside it
-(`tf.random.stateless_uniform` of 393,216 numbers: 143 ms of CPU compiled against 1.8 ms eager,
-TensorFlow 2.21, 2 cores), and `examples/pronounce.py` trains with XLA: its three dropout calls
-per batch took 70% of the training's CPU time (training pairs per CPU-second: 387 with dropout
-0.1, 1,279 without; BENCHMARKS.md §7). The hash of `functional/sampling/rng.py` is a few
+Why: under XLA on CPU, TensorFlow's random generator is far slower than outside it, and
+`examples/pronounce.py` trains with XLA: its dropout calls took most of the training's CPU
+time (see BENCHMARKS.md §7). The hash of `functional/sampling/rng.py` is a few
 int32 multiplies, shifts and xors per number, fast compiled or not, the same numbers on every
 backend. The math is Keras' `Dropout`'s: each element is kept with probability `1 - rate` and
 scaled by `1 / (1 - rate)`; only the random stream differs.

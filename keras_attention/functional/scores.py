@@ -1,4 +1,5 @@
-"""Score functions e(s, h) of docs/design.md §2, over a whole memory or over gathered windows.
+"""Score functions e(s, h) (Bahdanau et al., 2014; Luong et al., 2015), over a whole memory
+or over gathered windows.
 
 Keys are either a whole memory `[B, S, d]` (global attention, scores `[B, T, S]`) or one window
 of keys per query `[B, T, W, d]` (local attention, scores `[B, T, W]`). Projections of the keys

@@ -78,8 +78,8 @@ def window_dot_scores(query, keys, positions):
     the memory: the `[B, T, W, d]` windows are never written out. The feature axis is split as
     `d = (d / L) · L` (`L = 8` lanes when `d` allows) and summed over the `d / L` axis first, so
     the inner loop runs over `L` adjacent floats (one vector register) instead of a horizontal
-    sum over `d`: 1.5-2.3x faster than the einsum over gathered windows on CPU (B = 2, S = 4096,
-    d = 64-256, D = 3-25; BENCHMARKS.md §2). Without XLA (TensorFlow graphs, PyTorch), and
+    sum over `d`, faster than the einsum over gathered windows on CPU (see BENCHMARKS.md §2).
+    Without XLA (TensorFlow graphs, PyTorch), and
     under JAX's XLA, which writes its gathers out, the product is materialised and the einsum
     is faster: `LocalAttentionBase` chooses.
 
@@ -385,7 +385,8 @@ def block_size(radius: int) -> int:
     """Queries per block `Q` of `blocked_window_attention`: `max(32, 2D)` rounded up to 8.
 
     A block scores `Q` queries against `Q + 2D` keys: larger blocks make better matmuls but
-    score `(Q + 2D) / (2D + 1)` positions per query; 32 measured best for D = 10 on CPU.
+    score `(Q + 2D) / (2D + 1)` positions per query; the floor of 32 was chosen by measurement
+    on CPU (see BENCHMARKS.md §2).
     """
     return max(32, -(-(2 * radius) // 8) * 8)
 

@@ -1,4 +1,4 @@
-"""Parsing and checking of the attention layers' call forms (docs/design.md §3). Private."""
+"""Parsing and checking of the attention layers' call forms. Private."""
 
 from __future__ import annotations
 

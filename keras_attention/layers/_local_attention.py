@@ -4,7 +4,7 @@
 `alignment`, `window_radius` and `window_implementation`, local-p's position network
 (`position_kernel`, `position_vector`) and the three ways a local window is computed ("blocks",
 "tiles", "windows"), chosen once per call by `window_plan`. `AdditiveAttention` and the
-recurrent layers do not derive from it: their alignment is always global (docs/design.md §9).
+recurrent layers do not derive from it: their alignment is always global.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class LocalAttentionBase(BaseAttention):
     # ------------------------------------------------------------------ local windows
     def window_plan(self, query, keys, training=None, default_positions: bool = True) -> WindowPlan:
         """How a local-attention call computes its windows: `"blocks"`, `"tiles"` or
-        `"windows"` (all three exact; `docs/design.md` §3 and BENCHMARKS.md §2).
+        `"windows"` (all three exact).
 
         - "blocks" (`functional.blocked_window_attention`): local-m at the default positions
           (query t at step t), blocks of consecutive queries against one contiguous key span.
@@ -230,15 +230,13 @@ class LocalAttentionBase(BaseAttention):
         decoder step, T = 1, gathers its one window), and no dropout in training (its mask is
         drawn over the `[B, T, 2D+1]` window weights). Where they cannot run, the windows do.
 
-        `window_implementation="auto"` chooses by measured speed (BENCHMARKS.md §2): blocks
-        for local-m at the default positions; for free centres, the fused windows under
-        TensorFlow's XLA outside training (the fastest forward there: 2.3x the floor at
-        S = 4096, against tiles' 4x), tiles everywhere else (faster than windows: a training
-        step 1.0-1.2x under TensorFlow's XLA, 2-2.5x in TensorFlow graphs, 2.5-3.8x in
-        PyTorch, 1.1-3x under `jax.jit`; a forward pass 1.5-1.8x in TensorFlow graphs, 1-1.8x
-        in PyTorch, 1-2.8x under `jax.jit`); and the windows in eager JAX, where every op is
-        compiled on its own and the blocks' and tiles' extra ops cost seconds of compilation
-        per shape. `"blocks"` and `"tiles"` run that implementation wherever it can run;
+        `window_implementation="auto"` chooses by measured speed (see BENCHMARKS.md §2):
+        blocks for local-m at the default positions; for free centres, the fused windows under
+        TensorFlow's XLA outside training (the fastest forward there), tiles everywhere else
+        (faster than windows, training and forward, in TensorFlow graphs and XLA, PyTorch
+        and under `jax.jit`); and the windows in eager JAX, where every op is compiled on its
+        own and the blocks' and tiles' extra ops cost compilation time per shape.
+        `"blocks"` and `"tiles"` run that implementation wherever it can run;
         `"windows"` always the window path.
 
         Args:
@@ -297,13 +295,13 @@ class LocalAttentionBase(BaseAttention):
         """Whether the window path scores and sums without materialising the windows.
 
         `functional.window_dot_scores` / `window_weighted_sum` let XLA fuse the gather into the
-        reductions (about 3x faster forward at S = 4096 on CPU, BENCHMARKS.md §2); without XLA
+        reductions (a faster forward on CPU, see BENCHMARKS.md §2); without XLA
         they would write the product out and are slower than the einsums over gathered windows,
         so they are used only for a dot-type score inside TensorFlow's XLA (`jit_compile=True`;
         not JAX's, see `_xla_fuses_gathers`) with a static feature size, and not with
         `training=True`: there the einsum path is faster, because its gradient scatters the one
         shared window tensor into the memory once, where the fused form's two gathers scatter
-        twice (1.1x the wall time, 1.45x the CPU time of a training step at B = 4, S = 8192).
+        twice.
         """
         if training or not self.score.dot_type or features.shape[-1] is None:
             return False
@@ -366,8 +364,8 @@ def _xla_fuses_gathers(x) -> bool:
 
     JAX under `jit` is XLA too, but there (jax 0.10) the gathers are written out: `jnp.take`
     masks out-of-range indices with a select, and the CPU reductions run as separate YNNPACK
-    fusions. Measured there, the fused form is 1.8x slower than the einsums and the tiles are
-    faster than both (BENCHMARKS.md §2), so JAX is left out.
+    fusions. Measured there, the fused form is slower than the einsums and the tiles are
+    faster than both (see BENCHMARKS.md §2), so JAX is left out.
 
     The one private TensorFlow module the layers read: TensorFlow has no public way to ask
     whether a trace is inside `tf.function(jit_compile=True)` (the layer cannot see the

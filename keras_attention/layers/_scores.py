@@ -1,4 +1,4 @@
-"""The scores the attention layers are composed from. Private (docs/design.md §3).
+"""The scores the attention layers are composed from. Private.
 
 An attention layer is a *form* and a *score*. The form is its class: global attention
 (`BaseAttention`), Luong's global or local alignment (`_local_attention.LocalAttentionBase`), or

@@ -1,7 +1,7 @@
 """Shared machinery of the attention layers: call forms, masks, global attention.
 
-A layer is a form and a score (`layers/_scores.py`, docs/design.md §3). This class is the
-global form: it parses the call forms of docs/design.md §3, masks (and the causal mask),
+A layer is a form and a score (`layers/_scores.py`). This class is the global form: it
+parses the call forms (`layers/_call_inputs.py`), masks (and the causal mask),
 applies dropout and the probability function, lays out the output, and asks its score object
 (`self.score`, made by the subclass' constructor) for the weights, the key and query projections
 and the energies. Luong's local alignment (`layers/_local_attention.py`) and the recurrent

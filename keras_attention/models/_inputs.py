@@ -1,7 +1,7 @@
 """Token ids as `Seq2Seq` and `Translator` take them: the checks of host ids, the rule for ids
 outside the vocabulary, and the one padding step a source with no steps becomes.
 
-Out-of-vocabulary ids (docs/design.md §6, "Out-of-vocabulary ids"): with an `oov_id` they are
+Out-of-vocabulary ids: with an `oov_id` they are
 mapped to it inside the model (`map_out_of_vocabulary`); without one, host data (NumPy arrays,
 lists) is checked before anything runs (`check_host_ids`), and a backend tensor that is not read
 back embeds such an id as a zero vector, on every backend (`cells.attention_rnn.embed_ids`).

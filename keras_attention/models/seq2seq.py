@@ -96,8 +96,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             `validation_data`), `evaluate`, `predict` or the `*_on_batch` methods; NumPy
             arrays or lists given to `generate` or a `Translator`), and where they are backend
             tensors that the model does not read back (a `tf.data` pipeline, a traced or
-            exported function) each embeds as a zero vector, on every backend
-            (docs/design.md §6).
+            exported function) each embeds as a zero vector, on every backend.
         source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
         target_tokenizer: Optional tokenizer of the target side.
         **kwargs: Base model arguments (`name`, ...).
@@ -391,9 +390,9 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         Cost: the search runs up to `max_length` decoder steps while any row has not ended
         (an untrained model rarely ends), each step costing one decoder step over the batch
         (times `beam_width`) and attention over the source; the alignments take
-        `B x max_length x S` floats. Nothing but `max_length` bounds it here: eager
-        `max_length=10**6` ran about 80 minutes on 2 CPU cores. `Translator` and the exports
-        cap it at `translator.MAX_LENGTH_LIMIT` (4096).
+        `B x max_length x S` floats. Nothing but `max_length` bounds it here, so a huge
+        `max_length` can run for a very long time. `Translator` and the exports cap it at
+        `translator.MAX_LENGTH_LIMIT` (4096).
 
         Returns:
             The search's dict: `"ids"` `[B, max_length]` (end token included, 0 after it),

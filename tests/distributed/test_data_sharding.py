@@ -110,6 +110,6 @@ def test_jax_processes_see_each_example_once(jax_workers):
 )
 def test_jax_auto_sharding_refuses_pairs_dataset(jax_workers):
     """When this fails, Keras can auto-shard the pipeline on JAX: test it like `auto` on
-    TensorFlow and update README's "Data across workers"."""
+    TensorFlow and update docs/backends.md's "Data across workers"."""
     for worker in jax_workers:
         assert "batch size of the input dataset is unknown" in worker["auto"]["error"]

@@ -1,11 +1,11 @@
 """Keras 3's own tests of `keras.layers.Attention`, run against `LuongAttention()`.
 
-Ported from keras-team/keras `keras/src/layers/attention/attention_test.py` (Keras 3.15): the
-README promises that `LuongAttention()` is a drop-in replacement for `keras.layers.Attention()`,
-so the same calls must give the same numbers, shapes and masks. Every test of that file is here,
-with the layer swapped; the expected numbers are Keras' own (hand-computed in that file, and
-checked against `keras.layers.Attention` itself where a test compares). Left out, each for a
-documented reason:
+Ported from keras-team/keras `keras/src/layers/attention/attention_test.py` (Keras 3.15):
+docs/attention-layers.md promises that `LuongAttention()` is a drop-in replacement for
+`keras.layers.Attention()`, so the same calls must give the same numbers, shapes and masks.
+Every test of that file is here, with the layer swapped; the expected numbers are Keras' own
+(hand-computed in that file, and checked against `keras.layers.Attention` itself where a test
+compares). Left out, each for a documented reason:
 
 - `test_attention_errors`' "must be called on a list": one tensor is attention pooling
   (`model.add(LuongAttention())`), a documented feature; the other three error cases are kept

@@ -1,7 +1,7 @@
 """The fast draw: `sample_tokens`, the ids of `gumbel_tokens` (or the same distribution)
 with a fraction of its work, by hashing only the uniforms of the tokens that can win.
 
-Two paths (docs/design.md, "Sampling"; `sample_tokens` says which runs when):
+Two paths (`sample_tokens` says which runs when):
 
 - **Top-k candidates** (`_top_k_sample`): the k largest logits lie in the blocks with the k
   largest maxima; the blocks are found by a bisection on the block maxima and listed by
@@ -12,7 +12,7 @@ Two paths (docs/design.md, "Sampling"; `sample_tokens` says which runs when):
 
 Why it pays: inside a decoding loop under XLA on CPU, `ops.top_k` is a full sort, `cumsum` a
 slow reduce-window and a nested loop costs more per round than straight-line code; this path
-avoids all three where it can (BENCHMARKS.md section 4 has the figures). Correctness is
+avoids all three where it can (see BENCHMARKS.md §4). Correctness is
 `gumbel_tokens`: `tests/decoding/test_sampling.py` compares the ids (ties, -inf and the
 fallbacks included) and the distributions.
 """
@@ -177,7 +177,7 @@ def compact_indices(selected: Any, capacity: int) -> Any:
     lists its selected blocks with this.
 
     No scatter and no cumulative sum along M (inside a decoding loop under XLA on CPU both
-    cost more than the whole search; BENCHMARKS.md section 4): the entries are counted in
+    cost more than the whole search; see BENCHMARKS.md §4): the entries are counted in
     groups of 16 (`c_g`, the count through group g), slot r's group is the number of groups
     with `c_g <= r`, and its place in the group the number of the group's running counts
     that are still `<= r`. The two running counts are products with triangular matrices of
@@ -221,8 +221,8 @@ def _running_count(counts):
     """int32 `ops.cumsum(counts, axis=-1)` of a non-negative int32 `[R, n]` with sums below
     2**24, as a float32 product with the upper-triangular `[n, n]` matrix of ones (exact:
     every partial sum is an integer below 2**24). XLA on CPU lowers `cumsum` to a
-    reduce-window that took 75-80 us at `[64, 64, 16]` inside the decoding loop; the product
-    is a small GEMM (BENCHMARKS.md section 4)."""
+    reduce-window, slow inside the decoding loop; the product is a small GEMM (see
+    BENCHMARKS.md §4)."""
     n = int(counts.shape[-1])
     steps = ops.arange(n, dtype="int32")
     upper = ops.cast(ops.expand_dims(steps, 1) <= ops.expand_dims(steps, 0), "float32")
@@ -490,5 +490,5 @@ def _unmerged(x):
     """`x` with NaN as 0: an elementwise step that stops XLA from merging a reduction of `x`
     with the reduction that made it. The row maximum of `[N, V/16]` block maxima is otherwise
     rewritten as one maximum over all `[N, V]` logits, which XLA on CPU hands to a library
-    reduction ~30x slower than reading the maxima (65 us at `[64, 8000]`)."""
+    reduction far slower than reading the maxima (see BENCHMARKS.md §4)."""
     return ops.where(ops.isnan(x), ops.zeros_like(x), x)

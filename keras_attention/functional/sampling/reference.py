@@ -38,8 +38,8 @@ _ZERO_PROBABILITY = 104.0
 def argmax_tokens(x: Any) -> Any:
     """int32 `[N]`: the index of the first largest entry of each row of `x` `[N, V]`, as
     `ops.argmax(x, axis=-1)`, in two elementwise passes (the row maximum, then the lowest
-    index that reaches it). XLA on CPU lowers `ops.argmax` to a variadic reduction about 3x
-    slower at `[64, 8000]` (BENCHMARKS.md, section 4); greedy search and the Gumbel draw pick
+    index that reaches it). XLA on CPU lowers `ops.argmax` to a slower variadic reduction
+    (see BENCHMARKS.md §4); greedy search and the Gumbel draw pick
     their tokens with this. A row without a maximum (all NaN) gets index 0, not V.
 
     Example:
@@ -154,7 +154,7 @@ def top_k_threshold(z, k: int, method: str = "bisection", lowest=None):
 
     `method="bisection"` sorts nothing: a bisection (`_bisect`) of about log2(range / gap)
     compare-and-count passes over V, where `gap` separates the k-th and (k+1)-th largest
-    logits (15-20 passes on V = 8000; BENCHMARKS.md section 4); logits within
+    logits (see BENCHMARKS.md §4); logits within
     2**-23 x max(1, |top|) of the k-th largest count as tied with it. `method="sort"` takes
     the k-th largest from `ops.top_k` (a partial sort on JAX, PyTorch and TensorFlow without
     XLA; a full sort under XLA on CPU). `lowest` `[N, 1]`, if given, is a known lower bound
@@ -376,7 +376,7 @@ def _rounds(cond, body, state, unrolled: int):
     """`ops.while_loop(cond, body, state)` with its first `unrolled` rounds written out (a
     finished row stays put, so extra rounds change nothing): most batches finish within
     them and the loop then stops at its first test. A loop nested in a decoding loop costs
-    more per round than straight-line code under XLA on CPU (BENCHMARKS.md, section 4)."""
+    more per round than straight-line code under XLA on CPU (see BENCHMARKS.md §4)."""
     for _ in range(unrolled):
         state = body(*state)
     return ops.while_loop(cond, body, state)
