@@ -50,6 +50,7 @@ def _title(markdown: str, default: str) -> str:
 # follows them, by file name.
 GUIDE_ORDER = [
     "walkthrough.md",
+    "cli.md",
     "attention-layers.md",
     "decoders.md",
     "monotonic-attention.md",

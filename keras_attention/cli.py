@@ -254,8 +254,13 @@ def _export(args: argparse.Namespace) -> int:
 
     model = PairModel(args.model)
     if args.saved_model:
-        path = model.export_saved_model(args.saved_model, overwrite=args.overwrite)
-        print(f"SavedModel: {path} (signatures translate: strings, serving_default: ids)")
+        signatures = model.export_saved_model(args.saved_model, overwrite=args.overwrite)
+        print(f"SavedModel: {args.saved_model} (signatures: {', '.join(signatures)})")
+        if "translate" not in signatures:
+            print(
+                "  no `translate` (strings) signature: it is built with tensorflow-text "
+                '(pip install "keras-recurrent-attention[text]")'
+            )
     if args.litert:
         info = model.export_litert(args.litert, overwrite=args.overwrite)
         print(f"LiteRT: {args.litert} ({info['bytes'] / 1e6:.2f} MB)")

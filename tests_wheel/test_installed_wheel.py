@@ -328,3 +328,42 @@ def test_load_tfa_weights_reproduces_tfa():
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(alignments), data["alignments_0"], rtol=1e-5, atol=1e-5
     )
+
+
+# ----------------------------------------------------------------------------- command line
+def test_the_keras_attention_command_trains_predicts_evaluates_and_exports(tmp_path):
+    """The wheel's console script on a few hundred pairs of a SIGMORPHON 2021 language (the
+    Italian low-resource files beside the repository): train, predict, evaluate, export."""
+    data = REPO.parent / "shared" / "data" / "sigmorphon-2021-task1" / "data" / "low"
+    train_lines = (data / "ita_train.tsv").read_text(encoding="utf-8").splitlines()[:200]
+    (tmp_path / "train.tsv").write_text("\n".join(train_lines) + "\n", encoding="utf-8")
+    script = Path(sysconfig.get_paths()["scripts"]) / "keras-attention"
+    assert script.is_file(), f"no console script at {script}"
+
+    def run(*argv):
+        result = subprocess.run(
+            [str(script), *map(str, argv)], capture_output=True, text=True, timeout=900,
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    run("train", "--train", tmp_path / "train.tsv", "--valid", data / "ita_dev.tsv",
+        "--output-dir", "model", "--units", "16", "--epochs", "1", "--members", "1",
+        "--no-xla", "--quiet")  # fmt: skip
+    words = [line.split("\t")[0] for line in train_lines[:5]]
+    (tmp_path / "words.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    predicted = run("predict", "--model", "model", "words.txt").splitlines()
+    assert [line.split("\t")[0] for line in predicted] == words
+    assert "WER" in run("evaluate", "--model", "model", data / "ita_test.tsv")
+    result = json.loads((tmp_path / "model" / "evaluation.json").read_text())
+    assert result["words"] == 100 and 0 <= result["wer"] <= 100
+    run("export", "--model", "model", "--saved-model", "serving", "--litert", "model.tflite")
+    assert (tmp_path / "serving" / "saved_model.pb").is_file()
+    assert (tmp_path / "model.tflite").stat().st_size > 0
+    bad = subprocess.run(
+        [str(script), "evaluate", "--model", "model", "words.txt"], capture_output=True,
+        text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert "words.txt:1: the line has no tab" in bad.stderr

@@ -130,15 +130,29 @@ class PairModel:
         target_class = CharTokenizer if self.settings.target_chars else SymbolTokenizer
         return source, target_class(vocabulary=self.target_vocabulary.symbols)
 
-    def export_saved_model(self, path: str | os.PathLike, overwrite: bool = False) -> str:
-        """A SavedModel for TF Serving (`keras_attention.export.export_saved_model`): the
-        `translate` signature takes strings (NFC) and returns strings, `serving_default` takes
-        ids; beam search of the settings' width; sources up to twice the longest training
-        source."""
+    def export_saved_model(
+        self, path: str | os.PathLike, overwrite: bool = False, strings: bool | None = None
+    ) -> list[str]:
+        """A SavedModel for TF Serving (`keras_attention.export.export_saved_model`), beam
+        search of the settings' width, sources up to twice the longest training source:
+        `serving_default` takes ids; with `strings`, `translate` takes strings (NFC) and
+        returns strings (it is built with `tensorflow-text`, though it loads without it).
+        `strings=None` adds it where `tensorflow-text` is installed. Returns the signatures'
+        names."""
+        import importlib.util
+
         from keras_attention.export import export_saved_model
 
-        source, target = self.tokenizers()
-        return export_saved_model(
+        available = importlib.util.find_spec("tensorflow_text") is not None
+        if strings and not available:
+            raise ImportError(
+                "The `translate` signature is built with tensorflow-text: pip install "
+                '"keras-recurrent-attention[text]". Received: strings=True'
+            )
+        source = target = None
+        if strings or (strings is None and available):
+            source, target = self.tokenizers()
+        export_saved_model(
             self.translator(),
             path,
             source_tokenizer=source,
@@ -146,6 +160,7 @@ class PairModel:
             overwrite=overwrite,
             max_source_length=2 * int(self.config["longest_source"]) + 8,
         )
+        return ["serving_default", *(["translate"] if source is not None else [])]
 
     def export_litert(self, path: str | os.PathLike, overwrite: bool = False) -> dict:
         """A `.tflite` file (`keras_attention.export.export_litert`): `greedy` and `beam`

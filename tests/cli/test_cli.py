@@ -186,3 +186,23 @@ def test_python_dash_m_runs_the_command():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "train" in result.stdout and "export" in result.stdout
+
+
+def test_export_without_tensorflow_text_writes_the_ids_signature_and_says_so(
+    folder, tmp_path, monkeypatch, capsys
+):
+    import importlib.util
+
+    import tensorflow as tf
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow_text" else
+        find_spec(name, *a),
+    )  # fmt: skip
+    saved = tmp_path / "ids-only"
+    assert main(["export", "--model", str(folder / "model"), "--saved-model", str(saved)]) == 0
+    assert "no `translate` (strings) signature" in capsys.readouterr().out
+    assert list(tf.saved_model.load(str(saved)).signatures) == ["serving_default"]
+    with pytest.raises(ImportError, match=r"keras-recurrent-attention\[text\].*strings=True"):
+        PairModel(folder / "model").export_saved_model(tmp_path / "x", strings=True)
