@@ -47,8 +47,8 @@ KINDS = {
     "empty": (0.04, None),
     "nul": (0.04, None),
     "at_limit": (0.04, None),
-    "chars_100k": (0.06, "received:"),  # by bytes or by tokens, whichever the limit hits
-    "chars_1m": (0.04, "bytes received"),
+    "chars_100k": (0.06, "is longer than the export allows"),  # by bytes or by tokens
+    "chars_1m": (0.04, "bytes (more than"),
     "rank_2": (0.04, "is not compatible with expected shape"),
     "int32": (0.04, "expected to be a string tensor"),
 }

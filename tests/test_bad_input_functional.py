@@ -83,6 +83,9 @@ def _np(x):
             r"memory.shape=\(3,\)",
         ),
         (lambda: F.wide_float_dtype("banana"), ValueError, "banana"),
+        (lambda: F.mask_value("int32"), ValueError, "`dtype` .*Received: dtype='int32'"),
+        (lambda: F.mask_value("banana"), ValueError, "Received: dtype='banana'"),
+        (lambda: F.hashed_dropout(np.ones(3), 1.0, None), ValueError, r"Received: rate=1\.0"),
         (
             lambda: F.time_loop(None, np.zeros((2, 1, 1)), (), [(1, 1)], "float32"),
             TypeError,

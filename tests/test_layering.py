@@ -1,5 +1,6 @@
 """The package's floors (docs/design.md §1): no module imports from a floor above its own,
-and no modules import each other in a circle."""
+no modules import each other in a circle, and no subpackage reaches into another's private
+modules or names."""
 
 from __future__ import annotations
 
@@ -142,3 +143,109 @@ def test_the_cycle_test_sees_lazy_imports():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _private_owner(dotted: str) -> str | None:
+    """The package a private part of `dotted` (a module, or a module and a name) belongs to:
+    the subpackage (`keras_attention.functional` for `keras_attention.functional._dropout` or
+    `keras_attention.functional.softmax._mask_value`), or `keras_attention` itself for its own
+    top-level private modules (`keras_attention._validation`, shared by every floor); `None`
+    when no part after `keras_attention` starts with `_`."""
+    parts = dotted.split(".")
+    if parts[0] != "keras_attention":
+        return None
+    for index, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return ".".join(parts[: min(index, 2)])
+    return None
+
+
+def _private_reach_ins(module: str, source: str) -> list[tuple[int, str]]:
+    """(line, dotted name) of each private module or name `module` (dotted, e.g.
+    `keras_attention.models._dropout`) imports from outside its own subpackage, anywhere in
+    `source` (a function-level import too). Relative imports are resolved first."""
+    own = ".".join(module.split(".")[:2])
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # `from .x import y` inside keras_attention.a.b: keras_attention.a.x
+                package = module.split(".")[: -node.level]
+                base = ".".join(package + ([base] if base else []))
+            names = [f"{base}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            owner = _private_owner(name)
+            if owner is not None and own != owner and not own.startswith(owner + "."):
+                found.append((node.lineno, name))
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_reach_into_another_subpackages_private_parts(path):
+    # A subpackage's `_modules` and `_names` are its own: another subpackage imports what it
+    # shares through public names (docs/design.md §1). Within a subpackage anything goes, and
+    # the package's own top-level private modules (`_validation`, `_deprecation`) serve all.
+    module = _module_name(path)
+    if path.name == "__init__.py":
+        module += ".__init__"  # its package's relative imports resolve from the package
+    found = _private_reach_ins(module, path.read_text(encoding="utf-8"))
+    assert found == [], "\n".join(
+        f"{path.relative_to(PACKAGE)}:{line} imports the private {name} of another "
+        "subpackage; import a public name instead"
+        for line, name in found
+    )
+
+
+@pytest.mark.parametrize(
+    "module, source, refused",
+    [
+        (
+            "keras_attention.models._dropout",
+            "from keras_attention.functional._dropout import f",
+            ["keras_attention.functional._dropout.f"],
+        ),
+        (
+            "keras_attention.cells.x",
+            "from keras_attention.functional.softmax import _mask",
+            ["keras_attention.functional.softmax._mask"],
+        ),
+        (
+            "keras_attention.models.x",
+            "from keras_attention.functional import _dropout",
+            ["keras_attention.functional._dropout"],
+        ),
+        (
+            "keras_attention.models.x",
+            "def f():\n    import keras_attention.layers._scores",
+            ["keras_attention.layers._scores"],
+        ),
+        (
+            "keras_attention.models.x",
+            "from ..functional._dropout import f",
+            ["keras_attention.functional._dropout.f"],
+        ),
+        (
+            "keras_attention.plot",
+            "from keras_attention.text._inputs import check",
+            ["keras_attention.text._inputs.check"],
+        ),
+        # allowed: within a subpackage, the package's own private modules, public names, dunders
+        (
+            "keras_attention.functional.dropout",
+            "from keras_attention.functional.sampling.rng import _mix",
+            [],
+        ),
+        ("keras_attention.models.seq2seq", "from keras_attention.models._dropout import D", []),
+        ("keras_attention.models.seq2seq", "from keras_attention._validation import check_int", []),
+        ("keras_attention.models.seq2seq", "from keras_attention import _deprecation", []),
+        ("keras_attention.models.seq2seq", "from keras_attention.functional import matmul", []),
+        ("keras_attention.models.seq2seq", "from keras_attention import __version__", []),
+        ("keras_attention.models.seq2seq", "from keras._tf_keras import x", []),
+    ],
+)
+def test_the_private_import_test_sees_reach_ins(module, source, refused):
+    assert [name for _, name in _private_reach_ins(module, source)] == refused

@@ -57,7 +57,7 @@ from keras import ops
 
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.scores import matmul
-from keras_attention.functional.softmax import _mask_value
+from keras_attention.functional.softmax import mask_value
 
 
 def fusable(rnn, cell, sampled, training) -> bool:
@@ -231,7 +231,7 @@ def _forward(
     # The context's share of W_c, once per sequence: ctx W_v = α (V W_v).
     value_out = matmul(value, W_v)  # [B, S, a]
     dtype = keras.backend.standardize_dtype(inputs.dtype)
-    lowest = ops.convert_to_tensor(_mask_value(dtype), dtype)
+    lowest = ops.convert_to_tensor(mask_value(dtype), dtype)
     is_valid = memory_valid > 0
 
     def step(_, xs, carry):

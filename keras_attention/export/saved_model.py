@@ -262,9 +262,9 @@ def _search_function(decoder: Any, with_beams: bool, max_source_length, jit_comp
                 source_ids,
                 tf.shape(source_ids)[1],
                 max_source_length + 1,
-                "`source_ids` has more columns than the export allows "
-                f"(max_source_length={max_source_length} tokens + the end token); "
-                "columns received:",
+                "`source_ids` is longer than the export allows, "
+                f"max_source_length={max_source_length} tokens: received {{}} columns (at most "
+                f"{max_source_length + 1}: the tokens and the end token)",
             )
         keys = list(RESULT_KEYS)
         if with_beams:
@@ -301,8 +301,9 @@ def _strings_of(translator: Any, max_source_length, search, inputs, *seed) -> di
             inputs,
             tf.reduce_max(tf.strings.length(inputs)),  # (of no strings: the lowest int)
             limit,
-            f"An `inputs` string is longer than the export allows ({limit} bytes, "
-            f"for max_source_length={max_source_length} tokens); bytes received:",
+            f"`inputs` is longer than the export allows, max_source_length={max_source_length} "
+            "tokens: received a string of {} bytes (more than "
+            f"{limit}, {BYTES_PER_TOKEN} a token, are refused before tokenizing)",
         )
     source_ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
     if max_source_length is not None:
@@ -310,8 +311,8 @@ def _strings_of(translator: Any, max_source_length, search, inputs, *seed) -> di
             source_ids,
             tf.shape(source_ids)[1] - 1,
             max_source_length,
-            "An `inputs` string is longer than the export allows "
-            f"(max_source_length={max_source_length} tokens); tokens received:",
+            f"`inputs` is longer than the export allows, max_source_length={max_source_length} "
+            "tokens: received a string of {} tokens",
         )
     result = search(source_ids, *seed)
     outputs = {
@@ -390,11 +391,23 @@ def _checked_rank(x, rank: int, name: str):
     return tf.ensure_shape(x, [None] * rank, name=f"check_rank_of_{name}")
 
 
-def _checked_length(x, length, limit: int, message: str):
-    """`x`, after an in-graph check that `length` is at most `limit`."""
+def _checked_length(x, length, limit: int, template: str):
+    """`x`, after an in-graph check that `length` (an int32 scalar) is at most `limit`.
+
+    The refusal's message is one sentence, `template` with the length received in place of
+    its `{}`: a client of a loaded export reads `{{function_node
+    __inference_signature_wrapper_<lambda>_N}} assertion failed: [<the sentence>]` on the
+    error's first line. No op raises an error with a message of its own choosing: `Assert`
+    (and the `tf.debugging.assert_*` built on it) prepends "assertion failed: " and writes
+    each datum in brackets (the length apart from its words, before), `CheckNumerics` takes a
+    message fixed at tracing (no length received), and TensorFlow prefixes any error of a
+    function with its name. With a name TensorFlow's Python can parse (a `translate` function,
+    not a lambda) it rewrites that prefix into "Graph execution error:" and four lines
+    before the message: the endpoints on strings stay lambdas for this."""
     import tensorflow as tf
 
-    check = tf.debugging.Assert(tf.less_equal(length, limit), [message, length])
+    message = tf.strings.format(template, length)
+    check = tf.debugging.Assert(tf.less_equal(length, limit), [message])
     with tf.control_dependencies([check]):
         return tf.identity(x)
 

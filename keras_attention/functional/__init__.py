@@ -1,5 +1,7 @@
-"""Pure `keras.ops` functions with no weights: scores, masked softmax, local windows, loops."""
+"""Pure `keras.ops` functions with no weights: scores, masked softmax, local windows, loops,
+hashed dropout."""
 
+from keras_attention.functional.dropout import hashed_dropout, hashed_uniforms
 from keras_attention.functional.loops import time_loop
 from keras_attention.functional.monotonic import (
     location_features,
@@ -8,7 +10,12 @@ from keras_attention.functional.monotonic import (
     safe_cumprod,
 )
 from keras_attention.functional.scores import additive_scores, dot_scores, matmul, project
-from keras_attention.functional.softmax import masked_hardmax, masked_softmax, wide_float_dtype
+from keras_attention.functional.softmax import (
+    mask_value,
+    masked_hardmax,
+    masked_softmax,
+    wide_float_dtype,
+)
 from keras_attention.functional.windows import (
     block_size,
     blocked_window_attention,
@@ -33,8 +40,11 @@ __all__ = [
     "expand_window_weights",
     "gather_positions",
     "gaussian_window",
+    "hashed_dropout",
+    "hashed_uniforms",
     "last_valid_positions",
     "location_features",
+    "mask_value",
     "masked_hardmax",
     "masked_softmax",
     "matmul",

@@ -8,17 +8,33 @@ from keras import ops
 
 from keras_attention.functional._checks import check_broadcastable
 
-__all__ = ["masked_hardmax", "masked_softmax", "wide_float_dtype"]
+__all__ = ["mask_value", "masked_hardmax", "masked_softmax", "wide_float_dtype"]
 
 
-def _mask_value(dtype: str) -> float:
+def mask_value(dtype: str) -> float:
     """Finite stand-in for -inf: the lowest finite number of the softmax dtype.
 
     Below every valid logit however extreme (a fixed value such as -1e9 is not: a valid row of
     logits all under it would lose to its padding), finite so that a fully masked row never
-    computes inf - inf = NaN. `x - max` may overflow to -inf, whose exp is exactly 0.
+    computes inf - inf = NaN. `x - max` may overflow to -inf, whose exp is exactly 0. The
+    masked softmax and the fused Luong decoder (`cells/_fused_luong.py`) fill masked logits
+    with it.
+
+    Args:
+        dtype: "float16", "bfloat16", "float32" or "float64" (or the NumPy dtype).
+
+    Returns:
+        A Python float.
     """
-    return float(np.finfo(dtype).min)
+    try:
+        name = keras.backend.standardize_dtype(dtype)
+    except (TypeError, ValueError):
+        name = None
+    if name not in ("float16", "bfloat16", "float32", "float64"):
+        raise ValueError(
+            f"`dtype` must be float16, bfloat16, float32 or float64. Received: dtype={dtype!r}"
+        )
+    return float(np.finfo(name).min)
 
 
 def wide_float_dtype(dtype) -> str:
@@ -63,7 +79,7 @@ def masked_softmax(scores, mask=None, axis: int = -1):
     else:
         # The fused softmax; masked logits underflow to exactly 0. Multiplying by the mask
         # also zeroes rows with no valid position (softmax makes them uniform).
-        lowest = ops.convert_to_tensor(_mask_value(dtype), dtype)
+        lowest = ops.convert_to_tensor(mask_value(dtype), dtype)
         weights = ops.softmax(ops.where(mask, scores, lowest), axis=axis)
     if mask is None:
         return weights
@@ -100,7 +116,7 @@ def masked_hardmax(scores, mask=None, axis: int = -1):
     if mask is not None:
         check_broadcastable("mask", mask, "scores", scores)
         mask = ops.cast(mask, "bool")
-        scores = ops.where(mask, scores, ops.convert_to_tensor(_mask_value(dtype), dtype))
+        scores = ops.where(mask, scores, ops.convert_to_tensor(mask_value(dtype), dtype))
     # `stop_gradient`: argmax has no gradient on TensorFlow, and a zero one elsewhere.
     # Compared with a range rather than `one_hot`: the length may be dynamic (symbolic models).
     index = ops.expand_dims(ops.argmax(ops.stop_gradient(scores), axis=axis), axis)

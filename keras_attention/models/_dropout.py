@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import keras
 
-from keras_attention.functional._dropout import hashed_dropout
+from keras_attention.functional import hashed_dropout
 
 
 class HashedDropout(keras.layers.Layer):
     """Keras' `Dropout` (no `noise_shape`) with the mask drawn by the package's counter-based
-    hash (`functional/_dropout.py`: about 80 times cheaper under XLA on CPU than the
+    hash (`functional.hashed_dropout`: about 80 times cheaper under XLA on CPU than the
     backend's generator). Its `SeedGenerator` is a variable named `seed_generator_state`, as
     `Dropout`'s, so code that backs up the dropout streams finds it the same way."""
 

@@ -6,6 +6,13 @@ and about answers that must not change (the limit is checked, never applied by t
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
 import keras
 import numpy as np
 import pytest
@@ -20,7 +27,8 @@ MAX_LENGTH = 6
 
 
 @pytest.fixture(scope="module")
-def export(tmp_path_factory):
+def export_dir(tmp_path_factory):
+    """`(tokenizer, path)` of an untrained char-level export with `max_source_length=LIMIT`."""
     keras.utils.set_random_seed(0)
     tokenizer = CharTokenizer(lowercase=True)
     tokenizer.adapt(["abcdefgh "])
@@ -30,6 +38,12 @@ def export(tmp_path_factory):
     model.generate(np.array([[4, 3]]), max_length=2)  # builds it (and must not break export)
     path = tmp_path_factory.mktemp("limits") / "model"
     export_saved_model(model, path, max_length=MAX_LENGTH, max_source_length=LIMIT)
+    return tokenizer, path
+
+
+@pytest.fixture(scope="module")
+def export(export_dir):
+    tokenizer, path = export_dir
     loaded = tf.saved_model.load(str(path))
     return tokenizer, loaded.signatures["translate"], loaded.signatures["serving_default"]
 
@@ -37,11 +51,17 @@ def export(tmp_path_factory):
 def test_a_source_at_the_limit_is_answered_one_past_it_is_refused(export):
     _, translate, serving = export
     assert translate(inputs=tf.constant(["a" * LIMIT]))["outputs"].shape == (1,)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"max_source_length={LIMIT}.*\[21\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"max_source_length={LIMIT} tokens: received a string of 21 tokens\]",
+    ):
         translate(inputs=tf.constant(["a" * (LIMIT + 1), "ab"]))
     ids = tf.fill([2, LIMIT + 1], 4)
     assert serving(source_ids=ids)["ids"].shape == (2, MAX_LENGTH)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"more columns.*\[22\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"`source_ids` is longer .*={LIMIT} tokens: received 22 columns \(at most 21",
+    ):
         serving(source_ids=tf.fill([1, LIMIT + 2], 4))
 
 
@@ -55,8 +75,70 @@ def test_an_enormous_request_is_refused_before_tokenizing(export):
     """8 bytes per allowed token: 1,000,000 characters are refused by their byte count (the
     message says bytes), in far less time than tokenizing them would take."""
     _, translate, _ = export
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"bytes received:\] \[1000000\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"received a string of 1000000 bytes \(more than"
+    ):
         translate(inputs=tf.constant(["a" * 1_000_000]))
+
+
+#: What a client of the export runs: TensorFlow alone, `keras_attention` unimportable.
+CLIENT = """
+import importlib.abc, json, sys
+
+class NoPackage(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "keras_attention":
+            raise ImportError("a client has no keras_attention")
+
+sys.meta_path.insert(0, NoPackage())
+import tensorflow as tf
+
+translate = tf.saved_model.load(sys.argv[1]).signatures["translate"]
+seen = {}
+for name, text in (("bytes", "a" * 100_000), ("tokens", "a" * int(sys.argv[2]))):
+    try:
+        translate(inputs=tf.constant([text]))
+        seen[name] = None
+    except tf.errors.InvalidArgumentError as error:
+        seen[name] = {"message": error.message, "str": str(error)}
+seen["modules"] = sorted(m for m in sys.modules if m.split(".")[0] == "keras_attention")
+print(json.dumps(seen))
+"""
+
+
+def test_a_client_reads_the_refusal_on_its_first_line(export_dir):
+    """What a TensorFlow-only client sees on the error's first line: TensorFlow's frame (the
+    function's name, "assertion failed: [": no op raises a message of its own), then the
+    sentence naming the input, the limit and the length received. Before, the first line read
+    `[An `inputs` string is longer than the export allows (160 bytes, for
+    max_source_length=20 tokens); bytes received:] [100000]`."""
+    _, path = export_dir
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", textwrap.dedent(CLIENT), str(path), str(LIMIT + 1)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen["modules"] == []
+    expected = {
+        "bytes": f"`inputs` is longer than the export allows, max_source_length={LIMIT} tokens: "
+        f"received a string of 100000 bytes (more than {8 * LIMIT}, 8 a token, are refused "
+        "before tokenizing)",
+        "tokens": f"`inputs` is longer than the export allows, max_source_length={LIMIT} "
+        f"tokens: received a string of {LIMIT + 1} tokens",
+    }
+    for name, sentence in expected.items():
+        assert seen[name] is not None, f"{name}: answered"
+        assert seen[name]["message"] == seen[name]["str"]
+        first_line = seen[name]["str"].splitlines()[0]
+        before, found, after = first_line.partition(sentence)
+        assert found, first_line
+        # Before the sentence, only TensorFlow's frame; after it, only the bracket closing it.
+        assert re.fullmatch(r"(\{\{function_node [^}]+\}\} )?assertion failed: \[", before), before
+        assert after == "]", first_line
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The models' dropout (`HashedDropout`, `functional/_dropout.py`): Keras' `Dropout` math with
+"""The models' dropout (`HashedDropout`, `functional/dropout.py`): Keras' `Dropout` math with
 the mask from the package's counter-based hash, checked against a NumPy uint32 transcription
 of the hash and against the Bernoulli(1 - rate) law it must follow."""
 
@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.functional._dropout import hashed_uniforms
+from keras_attention.functional import hashed_uniforms
 from keras_attention.models._dropout import HashedDropout
 from tests.backend_utils import jit, to_numpy
 from tests.reference import lowbias32 as _lowbias32

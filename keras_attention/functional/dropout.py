@@ -14,7 +14,10 @@ from typing import Any
 
 from keras import ops
 
+from keras_attention._validation import check_rate
 from keras_attention.functional.sampling.rng import _mix, _uniforms, seed_tensor
+
+__all__ = ["hashed_dropout", "hashed_uniforms"]
 
 _GOLDEN = -1640531527  # 0x9E3779B9 as int32
 
@@ -44,7 +47,17 @@ def hashed_uniforms(seed: Any, counter: Any, shape):
 def hashed_dropout(inputs, rate: float, seed_generator):
     """`inputs` with each element zeroed with probability `rate` and the others scaled by
     `1 / (1 - rate)` (Keras' `Dropout` in training), the mask drawn by `hashed_uniforms` from
-    the next state of `seed_generator` (a `keras.random.SeedGenerator`)."""
+    the next state of `seed_generator`. The models' `HashedDropout` layer calls it.
+
+    Args:
+        inputs: A float tensor.
+        rate: The probability of dropping an element, in [0, 1); 0 returns `inputs`.
+        seed_generator: A `keras.random.SeedGenerator`, advanced once per call.
+
+    Returns:
+        A tensor of the shape and dtype of `inputs`.
+    """
+    rate = check_rate("rate", rate)
     if not rate:
         return inputs
     state = ops.cast(seed_generator.next(), "int32")
