@@ -37,7 +37,13 @@ SNIPPETS = [
 ]
 
 # Snippets that use a TensorFlow-only module run on the TensorFlow backend only.
-TENSORFLOW_ONLY = ("keras_attention.text", "keras_attention.export", "Translator", "tensorflow")
+TENSORFLOW_ONLY = (
+    "keras_attention.text",
+    "keras_attention.export",
+    "keras_attention.pairs",
+    "Translator",
+    "tensorflow",
+)
 
 
 def _snippet_params():
