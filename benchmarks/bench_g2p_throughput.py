@@ -2,9 +2,10 @@
 
 The default run is under-trained in its budget (BENCHMARKS.md §7: the validation WER still
 falls at the end), so pairs trained per CPU-second is one of the two levers (the other is what
-an epoch teaches). Each variant is `pronounce.py`'s own model (`build_model`, the same
-settings object with a few fields changed) trained with XLA on `pronounce.py`'s
-length-bucketed batches of the seed-0 training split. Every variant first compiles one
+an epoch teaches). Each variant is the model `pronounce.py` trains
+(`keras_attention.pairs.trainer.build_model` of the `Settings` chosen for CMUdict, with a few
+fields changed) trained with XLA on `keras_attention.training.BucketedBatches` of the seed-0
+training split (`pronounce.py`'s data rules and split). Every variant first compiles one
 program per bucket (not timed); then the variants take turns (round 1: A, B, C, ...; round 2:
 A, B, C, ...), each turn training `--pairs` pairs from its own shuffled epoch order, so the
 machine's load falls on all of them alike. Reported per variant: the median over rounds of
@@ -18,8 +19,8 @@ padded tokens: a larger batch pads no more (the batches are bucketed by length).
 
 Variants (`--variants`, comma-separated): `default` (GRU, Bahdanau, batch 128, float32),
 `bf16` (Keras dtype policy `mixed_bfloat16`: bfloat16 matmuls, float32 weights
-and logits), `batch256`, `batch512`, `bf16-batch512`, `lstm`, `luong-nofeed` (Luong's
-general score without input feeding).
+and logits), `batch256`, `batch512`, `bf16-batch512`, `lstm`, `luong` (Luong's general
+score), `dropout02`, `encoder2`, `units384`, `units512`, `embed128`.
 """
 
 from __future__ import annotations
@@ -38,20 +39,22 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# name: (Settings fields changed, Keras dtype policy)
 VARIANTS = {
-    "default": [],
-    "bf16": ["--precision", "mixed_bfloat16"],
-    "batch256": ["--batch-size", "256"],
-    "batch512": ["--batch-size", "512"],
-    "bf16-batch512": ["--precision", "mixed_bfloat16", "--batch-size", "512"],
-    "lstm": ["--rnn", "lstm"],
-    "luong-nofeed": ["--attention", "luong", "--no-input-feeding"],
-    "dropout0": ["--dropout", "0"],
-    "encoder2": ["--encoder-layers", "2"],
-    "units384": ["--units", "384"],
-    "units512": ["--units", "512"],
-    "embed128": ["--embedding-dim", "128"],
+    "default": ({}, "float32"),
+    "bf16": ({}, "mixed_bfloat16"),
+    "batch256": ({"batch_size": 256}, "float32"),
+    "batch512": ({"batch_size": 512}, "float32"),
+    "bf16-batch512": ({"batch_size": 512}, "mixed_bfloat16"),
+    "lstm": ({"rnn": "lstm"}, "float32"),
+    "luong": ({"attention": "luong"}, "float32"),
+    "dropout02": ({"dropout": 0.2}, "float32"),
+    "encoder2": ({"encoder_layers": 2}, "float32"),
+    "units384": ({"units": 384}, "float32"),
+    "units512": ({"units": 512}, "float32"),
+    "embed128": ({"embedding_dim": 128}, "float32"),
 }
+SMOKE = {"units": 16, "embedding_dim": 8, "batch_size": 64, "jit_compile": False}
 
 
 def load_pronounce():
@@ -92,14 +95,11 @@ def main(argv=None) -> dict:
     lexicon = pronounce.load_lexicon()
     splits = pronounce.split_words(lexicon, seed=0)
     words = splits["train"]
-    smoke = ["--smoke"] if args.smoke else []
+    smoke = SMOKE if args.smoke else {}
     if args.smoke:
         words, args.pairs, args.rounds = words[:600], 128, min(args.rounds, 2)
     pairs = [(w, p) for w in words for p in lexicon[w]]
-    vocabulary = pronounce.PhoneVocabulary(
-        p for refs in lexicon.values() for ref in refs for p in ref
-    )
-    runs = {name: _compiled(pronounce, name, smoke, pairs, vocabulary) for name in names}
+    runs = {name: _compiled(name, smoke, pairs) for name in names}
     for round_ in range(args.rounds):
         for name in names:
             _turn(runs[name], args.pairs)
@@ -126,15 +126,34 @@ def main(argv=None) -> dict:
     return result
 
 
-def _compiled(pronounce, name: str, smoke: list, pairs: list, vocabulary) -> dict:
+def _compiled(name: str, smoke: dict, pairs: list) -> dict:
     """Variant `name`'s model and batches, every bucket's training program compiled (one
     batch each, timed): the state its turns go on from."""
     import keras
 
-    settings = pronounce._parse([*smoke, *VARIANTS[name]])
+    from keras_attention.pairs import Settings, Vocabulary
+    from keras_attention.pairs.trainer import build_model
+    from keras_attention.training import BucketedBatches
+
+    changes, policy = VARIANTS[name]
+    sources, targets = (
+        Vocabulary(c for w, _ in pairs for c in w),
+        Vocabulary(p for _, phones in pairs for p in phones),
+    )
+    settings = Settings(**{**changes, **smoke})  # the defaults: CMUdict's settings
     keras.utils.set_random_seed(0)
-    model = pronounce.build_model(settings, vocabulary)
-    batches = pronounce.BucketedBatches(*zip(*pairs), vocabulary, settings.batch_size, seed=0)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        model = build_model(settings, len(sources), len(targets))
+    finally:
+        keras.config.set_dtype_policy(previous)
+    batches = BucketedBatches(
+        [sources.encode(w) for w, _ in pairs],
+        [targets.encode(p) for _, p in pairs],
+        settings.batch_size,
+        seed=0,
+    )  # buckets: the quantiles of the pairs' lengths, as keras_attention.pairs.train
     started, cpu_started = time.perf_counter(), cpu_seconds()
     for bucket in range(len(batches.buckets)):  # compile every bucket's program
         source, inputs, labels = batches.buckets[bucket]
@@ -148,9 +167,9 @@ def _compiled(pronounce, name: str, smoke: list, pairs: list, vocabulary) -> dic
         "compile_cpu_seconds": cpu_seconds() - cpu_started,
         "cpu": [],
         "wall": [],
-        "settings": VARIANTS[name],
+        "settings": changes,
         "batch_size": settings.batch_size,
-        "policy": settings.precision,
+        "policy": policy,
     }
     print(f"{name}: compiled {len(batches.buckets)} bucket programs in "
           f"{run['compile_seconds']:.0f} s", flush=True)  # fmt: skip
@@ -182,7 +201,12 @@ def _rows(runs: dict, names: list[str]) -> list[dict]:
         run = runs[name]
         cpu, wall = statistics.median(run["cpu"]), statistics.median(run["wall"])
         rows.append({
-            "variant": name, "settings": " ".join(run["settings"]) or "(pronounce.py's)",
+            "variant": name,
+            "settings": " ".join(
+                [f"{k}={v}" for k, v in run["settings"].items()]
+                + ([] if run["policy"] == "float32" else [f"policy={run['policy']}"])
+            )
+            or "(pronounce.py's)",
             "pairs_per_cpu_second": cpu, "pairs_per_second": wall,
             "cpu_share": wall / cpu, "ratio": cpu / base,
             "compile_seconds": run["compile_seconds"],

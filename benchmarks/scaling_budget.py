@@ -64,10 +64,11 @@ def g2p_model():
     import pronounce
 
     lexicon = pronounce.load_lexicon(False)
-    vocabulary = pronounce.PhoneVocabulary(p for refs in lexicon.values() for r in refs for p in r)
+    letters = {c for word in lexicon for c in word}
+    phones = {p for refs in lexicon.values() for r in refs for p in r}
     model = Seq2Seq(
-        source_vocabulary_size=len(pronounce.LETTERS) + 4,  # + the 4 special tokens
-        target_vocabulary_size=len(vocabulary),
+        source_vocabulary_size=len(letters) + 4,  # + the 4 special tokens
+        target_vocabulary_size=len(phones) + 4,
         embedding_dim=64, units=256, encoder_units=128, rnn="gru", attention="bahdanau",
         dropout=0.1,
     )  # fmt: skip

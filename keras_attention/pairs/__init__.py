@@ -23,6 +23,7 @@ from keras_attention.pairs.files import (
     read_pairs,
     read_sources,
 )
+from keras_attention.pairs.litert_check import check_litert
 from keras_attention.pairs.pair_model import PairModel
 from keras_attention.pairs.settings import Settings, choose_settings
 from keras_attention.pairs.trainer import train
@@ -34,6 +35,7 @@ __all__ = [
     "PairsFileError",
     "Settings",
     "Vocabulary",
+    "check_litert",
     "choose_settings",
     "normalize_source",
     "read_pairs",
