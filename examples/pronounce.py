@@ -177,7 +177,8 @@ word (batch 1) and agreement with the Keras model.
 
 def export(model: PairModel, output: Path, words, litert: bool = True) -> tuple[str, dict]:
     """The SavedModel, and `pronounce.tflite` checked against Keras on `words`."""
-    saved_model = model.export_saved_model(output / "serving" / "pronounce" / "1", overwrite=True)
+    saved_model = str(output / "serving" / "pronounce" / "1")
+    model.export_saved_model(saved_model, overwrite=True)  # returns its signatures' names
     if not litert:
         return saved_model, {}
     info = model.export_litert(output / "pronounce.tflite", overwrite=True)
