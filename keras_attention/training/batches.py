@@ -18,6 +18,8 @@ def length_buckets(lengths: Sequence[int], buckets: int = 5) -> tuple[int, ...]:
     1)/buckets`, then their 95th percentile and the longest length, so that each bucket holds
     about as many pairs and the few long ones do not make a large bucket pad to the longest.
 
+    Example:
+
     >>> length_buckets([3, 4, 4, 5, 6, 7, 8, 9, 12, 20], buckets=3)
     (5, 8, 20)
     >>> length_buckets(list(range(1, 101)), buckets=2)
