@@ -155,12 +155,15 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def run_timed(command, env, cpu_limit: float | None = None, memory_limit: int | None = None):
+def run_timed(
+    command, env, cpu_limit: float | None = None, memory_limit: int | None = None, cwd=None
+):
     """Run `command`; returns `(completed, wall seconds, CPU seconds of it and its children,
     stdout text)`. Its output goes to temporary files (Sequitur writes much to stderr: a pipe
     not read while it runs would fill and block it). With `cpu_limit` (seconds) the process
     is killed once its own CPU time passes the limit, and `completed` is False; with
-    `memory_limit` (bytes) its address space is limited to that (a shared machine)."""
+    `memory_limit` (bytes) its address space is limited to that (a shared machine); `cwd`: the
+    folder it runs in."""
     import resource
     import tempfile
 
@@ -174,7 +177,7 @@ def run_timed(command, env, cpu_limit: float | None = None, memory_limit: int | 
                 resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
         process = subprocess.Popen(
-            command, stdout=out, stderr=err, env=env, text=True, preexec_fn=limit
+            command, stdout=out, stderr=err, env=env, text=True, preexec_fn=limit, cwd=cwd
         )
         while process.poll() is None:
             used = _cpu_seconds(process.pid) if cpu_limit is not None else None
