@@ -2,7 +2,7 @@
 the settings a smoke run overrides, the character tokenizers and the Seq2Seq training set-up,
 and running a fresh process that must not import `keras_attention`.
 
-Each example imports it after putting `examples/` on `sys.path` (as `_resume.py`)::
+Each example imports it after putting `examples/` on `sys.path` ::
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _shared import add_output_dir, add_seed, output_folder, positive_int  # noqa: E402
@@ -143,3 +143,13 @@ def run_checked(command: list[str], failure: str, timeout: float = 600) -> str:
 def last_json_line(stdout: str) -> Any:
     """The JSON a runner printed last (what it printed before, warnings, is skipped)."""
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def resume_arguments(parser) -> None:
+    """Add `--resume` to an example's argument parser (`keras_attention.training`'s
+    `ResumableTraining` backs up every epoch)."""
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="Resume from the backup in --output-dir (written at every epoch's end).",
+    )

@@ -52,7 +52,7 @@ SavedModel `serving/pronounce/1` (signatures `pronounce`: strings → strings, a
 `serving_default`: ids → ids) and `pronounce.tflite` (`keras_attention.export.export_litert`,
 ids → ids; its size, latency per word and agreement with the Keras model are printed and
 stored), and `backup/` (`backup-0/`, `backup-1/`, ... for an ensemble's models: the last
-epoch's backup, `examples/_resume.py`: `--resume` goes on
+epoch's backup, `keras_attention.training.ResumableTraining`: `--resume` goes on
 from it after a stop or a kill, with the weights, optimizer state, dropout streams, batch
 order, budget spent, learning-rate schedule and early stopping as they were; a corrupt or
 half-written backup raises `CorruptBackupError`).
@@ -95,7 +95,6 @@ from keras_attention.metrics import sequence_error_rates  # noqa: E402
 from keras_attention.models import Seq2Seq, Seq2SeqEnsemble, Translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _resume import ResumableTraining, resume_arguments  # noqa: E402
 from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
@@ -106,9 +105,12 @@ from _shared import (  # noqa: E402
     output_folder,
     positive_float,
     positive_int,
+    resume_arguments,
     run_checked,
     unit_fraction,
 )
+
+from keras_attention.training import ResumableTraining  # noqa: E402
 
 LETTERS = "'abcdefghijklmnopqrstuvwxyz"
 WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")
@@ -491,7 +493,7 @@ class TrainingControl(keras.callbacks.Callback):
                   f"{self.selection['best_epoch'][self.select[0]]:.4g}, {averaged} "
                   f"{score[0]:.4g})", flush=True)  # fmt: skip
 
-    # `examples/_resume.py` keeps this state in every epoch's backup (`--resume`).
+    # `ResumableTraining` keeps this state in every epoch's backup (`--resume`).
     def get_resume_state(self) -> tuple[dict, list | None]:
         """The state at this epoch's end: the budget spent (both clocks), early stopping's
         best score, epoch and counter, whether training stops here, the curve; and the best
@@ -1094,7 +1096,7 @@ def _train(model, translator, args, data, lexicon, output, started, cpu_started,
     valid_data = valid.dataset()
     clock, budget = _training_budget(args, started, cpu_started, member)
     control = _control(translator, args, data, lexicon, valid_data, clock, budget)
-    # Backups at every epoch's end in OUTPUT/backup (examples/_resume.py): `--resume` goes on
+    # Backups at every epoch's end in OUTPUT/backup (`ResumableTraining`): `--resume` goes on
     # from the last one, with the weights, optimizer, dropout streams, batch order, budget
     # spent, learning-rate schedule and early stopping where the stopped run had them.
     backup = output / ("backup" if args.members == 1 else f"backup-{member}")

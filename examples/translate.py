@@ -57,7 +57,6 @@ from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 from keras_attention.text import normalize_text, pairs_dataset  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _resume import ResumableTraining, resume_arguments  # noqa: E402
 from _shared import (  # noqa: E402
     add_output_dir,
     add_seed,
@@ -68,8 +67,11 @@ from _shared import (  # noqa: E402
     make_parser,
     output_folder,
     positive_int,
+    resume_arguments,
     run_checked,
 )
+
+from keras_attention.training import ResumableTraining  # noqa: E402
 
 LOCALES = (
     "en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "it_IT", "pt_BR", "ru_RU", "el_GR", "ja_JP",
@@ -363,7 +365,7 @@ def _train(model: Seq2Seq, args: argparse.Namespace, output: Path, train, valida
         )  # fmt: skip
 
     # Backups at every epoch's end in OUTPUT/backup: `--resume` continues a stopped run from
-    # the last one, with the same result as an uninterrupted run (examples/_resume.py).
+    # the last one, with the same result as an uninterrupted run (`ResumableTraining`).
     early_stopping = keras.callbacks.EarlyStopping(
         monitor="val_loss", patience=2, restore_best_weights=True
     )

@@ -24,6 +24,10 @@ FLOORS = {
     "tuning": 5,
     "plot": 5,
     "migrate": 5,
+    "training": 1,
+    "pairs": 6,
+    "cli": 7,
+    "__main__": 7,
 }
 
 

@@ -3,8 +3,9 @@
 TensorFlow only (it needs `tensorflow` and `tensorflow-text`, whatever the Keras backend):
 the tokenizers run inside the TensorFlow graph, so a `tf.function` taking raw strings
 (`tf.TensorSpec([None], tf.string)`) can be exported in a SavedModel for TF Serving.
-`normalize_text` and `CharTokenizer` graphs use core TensorFlow ops only (they load without
-`tensorflow_text`); `WordpieceTokenizer` graphs need `import tensorflow_text` to load.
+`normalize_text`, `CharTokenizer` and `SymbolTokenizer` graphs use core TensorFlow ops only
+(they load without `tensorflow_text`); `WordpieceTokenizer` graphs need
+`import tensorflow_text` to load.
 
 Ids `0..3` are always `[PAD]`, `[UNK]`, `[START]`, `[END]` (`PAD_ID`, `UNK_ID`, `START_ID`,
 `END_ID`, `SPECIAL_TOKENS`).
@@ -29,6 +30,7 @@ from keras_attention.text.base_tokenizer import (
 from keras_attention.text.char_tokenizer import CharTokenizer
 from keras_attention.text.datasets import pairs_dataset
 from keras_attention.text.normalize import normalize_text
+from keras_attention.text.symbol_tokenizer import SymbolTokenizer
 from keras_attention.text.wordpiece_tokenizer import WordpieceTokenizer
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "START_ID",
     "UNK_ID",
     "CharTokenizer",
+    "SymbolTokenizer",
     "WordpieceTokenizer",
     "normalize_text",
     "pairs_dataset",

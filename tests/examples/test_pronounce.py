@@ -595,8 +595,9 @@ def test_training_control_state_survives_a_backup(tmp_path):
     on both clocks (the schedule's progress), early stopping's best score, epoch, counter and
     best weights, the last epochs' weights (`average_last`), the curve, the moving average;
     and whether training had stopped."""
-    import _resume  # examples/ is on sys.path: pronounce.py put it there
     import keras
+
+    from keras_attention.training import resume as _resume
 
     def model():
         keras.utils.set_random_seed(0)
@@ -641,7 +642,7 @@ def test_training_control_state_survives_a_backup(tmp_path):
 def test_resume_refuses_a_corrupt_backup_and_other_settings(tmp_path):
     """A backup whose weights file was changed is refused with CorruptBackupError naming the
     file, before any training; so is a backup made with other settings."""
-    import _resume  # examples/ is on sys.path: pronounce.py put it there
+    from keras_attention.training import resume as _resume
 
     output = tmp_path / "out"
     example.main(["--smoke", "--no-litert", "--output-dir", str(output)])

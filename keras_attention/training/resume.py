@@ -1,11 +1,11 @@
-"""Resumable training for the examples: epoch backups that a killed run resumes exactly from.
+"""`ResumableTraining`: epoch backups that a killed run resumes exactly from.
 
 `ResumableTraining` is a Keras callback. At the end of every epoch it writes a backup into
 `directory`: the model's weights with the optimizer's state (`model.save_weights`), the seed
 generators' states (dropout's random streams, which `save_weights` leaves out), the state
 of the callbacks that carry some (`EarlyStopping`: its counters and best weights; a callback
 of its own kind through two methods, `get_resume_state() -> (JSON-able dict, list of arrays or
-None)` and `set_resume_state(dict, arrays)`, as `examples/pronounce.py`'s `TrainingControl`:
+None)` and `set_resume_state(dict, arrays)`, as `keras_attention.training.TrainingControl`:
 its budget's progress, early-stopping state, best weights and curve), the history so far, and
 a manifest naming each file with its SHA-256 and a fingerprint of the run's
 settings. The manifest is written last and put in place with an atomic rename, so a run killed
@@ -19,7 +19,7 @@ A backup that does not check out (a file missing, truncated or changed, a manife
 JSON, settings that differ from the run's) raises `CorruptBackupError` (a `ValueError`) naming
 the file: it is never loaded, and it is never silently replaced by a fresh start.
 
-Example (what `examples/translate.py --resume` does)::
+Example (what `keras-attention train --resume` and `examples/translate.py --resume` do)::
 
     resume = ResumableTraining(output / "backup", settings=vars(args))
     initial_epoch = resume.restore(model, [early_stopping]) if args.resume else 0
@@ -37,6 +37,8 @@ from pathlib import Path
 
 import keras
 import numpy as np
+
+__all__ = ["CorruptBackupError", "ResumableTraining"]
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -239,15 +241,6 @@ class ResumableTraining(keras.callbacks.Callback):
         for path in self.directory.iterdir():  # the previous epoch's files
             if path.name not in keep and path.name.startswith("epoch-"):
                 path.unlink()
-
-
-def resume_arguments(parser) -> None:
-    """Add `--resume` to an example's argument parser."""
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="Resume from the backup in --output-dir (written at every epoch's end).",
-    )
 
 
 def _random_states(model: keras.Model) -> list:

@@ -1,0 +1,163 @@
+"""`PairModel`: a model folder written by `train`, to decode, score and export."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from keras_attention.decoding import SearchConfig
+from keras_attention.metrics import sequence_error_rates
+from keras_attention.models import Translator
+from keras_attention.pairs.files import Pairs, normalize_source
+from keras_attention.pairs.settings import Settings
+from keras_attention.pairs.trainer import FILES, FORMAT, decode
+from keras_attention.pairs.vocabulary import Vocabulary
+
+__all__ = ["PairModel"]
+
+
+class PairModel:
+    """A trained model folder (`keras_attention.pairs.train`'s): its settings, vocabularies
+    and `Seq2Seq` (or `Seq2SeqEnsemble`), with `predict`, `evaluate` and the exports.
+
+    Args:
+        directory: The model folder.
+
+    Raises:
+        FileNotFoundError: the folder is not a complete model folder (a missing file is named).
+        ValueError: its `config.json` is of another format.
+    """
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory = Path(directory)
+        missing = [n for n in FILES if not (self.directory / n).is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"`--model` must be a folder written by `keras-attention train`; {missing} "
+                f"missing. Received: model={str(self.directory)!r}"
+            )
+        config = json.loads((self.directory / "config.json").read_text(encoding="utf-8"))
+        if config.get("format") != FORMAT:
+            raise ValueError(
+                f"{self.directory / 'config.json'} is of format {config.get('format')!r}; this "
+                f"version reads format {FORMAT}. Received: model={str(self.directory)!r}"
+            )
+        self.config = config
+        self.settings = Settings.from_dict(config["settings"])
+        self.source_vocabulary = Vocabulary(config["source_vocabulary"])
+        self.target_vocabulary = Vocabulary(config["target_vocabulary"])
+        self.model = keras.saving.load_model(self.directory / "model.keras", compile=False)
+        self._translators: dict[tuple, Translator] = {}
+
+    def translator(self, beam_width: int | None = None, n_best: int = 1) -> Translator:
+        """The `Translator` of `beam_width` beams (default: the settings'), returning the
+        n-best list when `n_best > 1` (compiled once per setting)."""
+        beam_width = self.settings.beam_width if beam_width is None else int(beam_width)
+        if n_best < 1 or n_best > max(beam_width, 1) or (n_best > 1 and beam_width < 2):
+            raise ValueError(
+                "`n_best` must be between 1 and the beam width (and needs a beam width of 2 "
+                f"or more past 1). Received: n_best={n_best}, beam_width={beam_width}"
+            )
+        key = (beam_width, n_best > 1)
+        if key not in self._translators:
+            search = SearchConfig(
+                max_length=self.settings.max_length,
+                beam_width=beam_width,
+                return_beams=n_best > 1,
+            )
+            self._translators[key] = Translator(
+                self.model, search=search, jit_compile=self.settings.jit_compile
+            )
+        return self._translators[key]
+
+    def predict(
+        self, sources: list[str], beam_width: int | None = None, n_best: int = 1
+    ) -> list[list[tuple[str, float]]]:
+        """For each source (NFC-normalised here), its `n_best` best targets as
+        `(symbols joined by spaces, or characters with target_chars, score)`, best first; the
+        score is the sum of log-probabilities."""
+        sources = [normalize_source(s) for s in sources]
+        if not sources:
+            return []
+        joiner = "" if self.settings.target_chars else " "
+        results = decode(self.translator(beam_width, n_best), sources, self.source_vocabulary)
+        out = []
+        for result in results:
+            if n_best > 1:
+                hypotheses = zip(result["beam_ids"][:n_best], result["beam_scores"][:n_best])
+            else:
+                hypotheses = [(result["ids"], result["scores"])]
+            out.append(
+                [
+                    (joiner.join(self.target_vocabulary.decode(ids)), float(score))
+                    for ids, score in hypotheses
+                ]
+            )
+        return out
+
+    def evaluate(self, pairs: Pairs, beam_width: int | None = None) -> dict[str, Any]:
+        """WER and PER (%) on `pairs` (a prediction is right if it equals any reference of its
+        source; PER is the edit distance to the closest reference over its length, summed
+        over sources), the decoding time, and the predictions."""
+        started = time.perf_counter()
+        translator = self.translator(beam_width)
+        results = decode(translator, pairs.sources, self.source_vocabulary)
+        seconds = time.perf_counter() - started
+        predictions = [self.target_vocabulary.decode(r["ids"]) for r in results]
+        rates = sequence_error_rates(predictions, pairs.references)
+        return {
+            "wer": 100 * rates["sequence_error_rate"],
+            "per": 100 * rates["token_error_rate"],
+            "words": len(pairs),
+            "errors": int(round(rates["sequence_error_rate"] * len(pairs))),
+            "beam_width": translator.beam_width,
+            "seconds": seconds,
+            "ms_per_word": 1000 * seconds / len(pairs),
+            "predictions": predictions,
+        }
+
+    def tokenizers(self) -> tuple:
+        """`(CharTokenizer, SymbolTokenizer or CharTokenizer)` of the vocabularies, for the
+        string signatures of the exports (TensorFlow)."""
+        from keras_attention.text import CharTokenizer, SymbolTokenizer
+
+        source = CharTokenizer(vocabulary=self.source_vocabulary.symbols)
+        target_class = CharTokenizer if self.settings.target_chars else SymbolTokenizer
+        return source, target_class(vocabulary=self.target_vocabulary.symbols)
+
+    def export_saved_model(self, path: str | os.PathLike, overwrite: bool = False) -> str:
+        """A SavedModel for TF Serving (`keras_attention.export.export_saved_model`): the
+        `translate` signature takes strings (NFC) and returns strings, `serving_default` takes
+        ids; beam search of the settings' width; sources up to twice the longest training
+        source."""
+        from keras_attention.export import export_saved_model
+
+        source, target = self.tokenizers()
+        return export_saved_model(
+            self.translator(),
+            path,
+            source_tokenizer=source,
+            target_tokenizer=target,
+            overwrite=overwrite,
+            max_source_length=2 * int(self.config["longest_source"]) + 8,
+        )
+
+    def export_litert(self, path: str | os.PathLike, overwrite: bool = False) -> dict:
+        """A `.tflite` file (`keras_attention.export.export_litert`): `greedy` and `beam`
+        signatures on ids `[1, source_length]`, sources up to the longest training source
+        plus 8 characters (plus the end token)."""
+        from keras_attention.export import export_litert
+
+        return export_litert(
+            self.model,
+            path,
+            source_length=int(self.config["longest_source"]) + 9,
+            max_length=self.settings.max_length,
+            beam_width=max(2, self.settings.beam_width),
+            overwrite=overwrite,
+        )

@@ -1,0 +1,160 @@
+"""`Settings`: everything a `keras-attention train` run is made of, chosen from the data's
+size where the user gives nothing, and written to the model folder's `config.json`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Settings", "choose_settings"]
+
+RNNS = ("gru", "lstm")
+ATTENTIONS = ("bahdanau", "luong")
+
+
+@dataclass
+class Settings:
+    """The model, training and decoding settings of a run (`docs/cli.md` lists the rule that
+    chooses them from the data).
+
+    Attributes:
+        rnn: `"gru"` or `"lstm"`.
+        attention: `"bahdanau"` (additive) or `"luong"` (general score).
+        units: Decoder units; the bidirectional encoder has `units // 2` per direction.
+        embedding_dim: Embedding size of sources and targets.
+        encoder_layers: Stacked encoder layers.
+        dropout: Dropout rate of the model.
+        batch_size: Pairs per training batch.
+        learning_rate: Peak learning rate of the cosine schedule over the budget.
+        label_smoothing: Label smoothing of the training targets.
+        epochs: Most epochs per model (the budget or early stopping usually ends first).
+        patience: Epochs without a better validation WER before stopping.
+        average_last: Also score the mean of the last `average_last` epochs' weights.
+        members: Models of seeds `seed .. seed + members - 1`, each trained with an equal
+            share of the budget, decoded as one ensemble.
+        beam_width: Beams of the search (validation, `predict`, `evaluate`, exports).
+        max_length: Most target symbols generated (end token included).
+        buckets: Upper bounds of the training batches' length buckets.
+        time_budget: Wall minutes for training all members.
+        cpu_budget: CPU minutes for training all members instead (`None`: the wall budget).
+        jit_compile: Train and decode with XLA.
+        seed: Seed of the first member's weights, dropout and batch order.
+        target_chars: Targets are characters, not space-separated symbols.
+    """
+
+    rnn: str = "gru"
+    attention: str = "bahdanau"
+    units: int = 256
+    embedding_dim: int = 64
+    encoder_layers: int = 1
+    dropout: float = 0.0
+    batch_size: int = 128
+    learning_rate: float = 3e-3
+    label_smoothing: float = 0.1
+    epochs: int = 40
+    patience: int = 5
+    average_last: int = 3
+    members: int = 2
+    beam_width: int = 4
+    max_length: int = 32
+    buckets: tuple[int, ...] = field(default_factory=tuple)
+    time_budget: float = 28.5
+    cpu_budget: float | None = None
+    jit_compile: bool = True
+    seed: int = 0
+    target_chars: bool = False
+
+    def __post_init__(self) -> None:
+        checks = {
+            "rnn": self.rnn in RNNS,
+            "attention": self.attention in ATTENTIONS,
+            "dropout": 0 <= self.dropout < 1,
+            "label_smoothing": 0 <= self.label_smoothing < 1,
+            "learning_rate": self.learning_rate > 0,
+            "time_budget": self.time_budget > 0,
+            "cpu_budget": self.cpu_budget is None or self.cpu_budget > 0,
+        }
+        for name in (
+            "units",
+            "embedding_dim",
+            "encoder_layers",
+            "batch_size",
+            "epochs",
+            "patience",
+            "members",
+            "beam_width",
+            "max_length",
+        ):
+            value = getattr(self, name)
+            checks[name] = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(
+                    f"Invalid setting `{name}`. Received: {name}={getattr(self, name)!r}"
+                )
+        self.buckets = tuple(int(b) for b in self.buckets)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "buckets": list(self.buckets)}
+
+    @classmethod
+    def from_dict(cls, config: dict[str, Any]) -> Settings:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(config) - known)
+        if unknown:
+            raise ValueError(f"Unknown settings {unknown}. Known: {sorted(known)}")
+        return cls(**config)
+
+
+def choose_settings(
+    pairs: int, longest_target: int, lengths: list[int] | None = None, **given: Any
+) -> Settings:
+    """The settings for a training set of `pairs` pairs whose longest target has
+    `longest_target` symbols; `given` (not `None`) overrides any of them.
+
+    The rule, chosen on the SIGMORPHON 2021 dev files and CMUdict's validation words
+    (BENCHMARKS.md §7 and "G2P in 21 languages"):
+
+    - from 50,000 pairs (CMUdict): 256 units, batches of 128, no dropout, two members with
+      28.5 minutes between them;
+    - from 3,000 pairs: 256 units, batches of 64, dropout 0.2, 10 minutes;
+    - fewer: 128 units, batches of 32, dropout 0.3, 5 minutes.
+
+    Every size: a GRU decoder with Bahdanau attention, 64-dimensional embeddings, label
+    smoothing 0.1, the weights of the best validation WER kept, beam width 4, and at most
+    `ceil(1.5 * longest_target) + 2` target symbols generated.
+    """
+    from keras_attention.training import length_buckets
+
+    given = {k: v for k, v in given.items() if v is not None}
+    if pairs >= 50_000:
+        chosen: dict[str, Any] = {
+            "units": 256,
+            "batch_size": 128,
+            "dropout": 0.0,
+            "time_budget": 28.5,
+            "epochs": 40,
+        }
+    elif pairs >= 3_000:
+        chosen = {
+            "units": 256,
+            "batch_size": 64,
+            "dropout": 0.2,
+            "time_budget": 10.0,
+            "epochs": 100,
+        }
+    else:
+        chosen = {
+            "units": 128,
+            "batch_size": 32,
+            "dropout": 0.3,
+            "time_budget": 5.0,
+            "epochs": 200,
+            "patience": 10,
+        }
+    chosen["max_length"] = math.ceil(1.5 * longest_target) + 2
+    if lengths:
+        chosen["buckets"] = length_buckets(lengths)
+    return Settings(**{**chosen, **given})

@@ -1,0 +1,367 @@
+"""`train`: a seq2seq model (or an ensemble of several seeds) on TSV pairs, within a budget,
+the weights kept by validation WER, resumable, saved as a model folder (`PairModel` reads it).
+
+The model folder:
+
+- `config.json`: the settings, both vocabularies, the package version;
+- `model.keras`: the `Seq2Seq` (or `Seq2SeqEnsemble`), loadable with `keras.saving.load_model`;
+- `training.json`: what training did and took (budget, epochs, the validation curve of each
+  member, wall and CPU seconds) and the validation WER / PER of the model kept;
+- `backup/` (`backup-0/`, ... for several members): the last epoch's backup that
+  `resume=True` goes on from.
+
+`config.json`, `model.keras` and `training.json` are written to temporary names and renamed
+into place once all three are complete, so a stopped or failed run leaves no half-written model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from keras_attention import __version__
+from keras_attention.metrics import sequence_error_rates
+from keras_attention.models import Seq2Seq, Seq2SeqEnsemble, Translator
+from keras_attention.pairs.files import Pairs, read_pairs
+from keras_attention.pairs.settings import Settings, choose_settings
+from keras_attention.pairs.vocabulary import Vocabulary
+from keras_attention.training import (
+    BucketedBatches,
+    ResumableTraining,
+    SmoothedSparseCrossentropy,
+    TrainingControl,
+    cpu_seconds,
+)
+
+__all__ = ["FORMAT", "decode", "error_rates", "train"]
+
+FORMAT = 1  # of config.json
+FILES = ("config.json", "model.keras", "training.json")
+VALID_BATCH = 1024
+
+
+def train(
+    train_path: str | os.PathLike,
+    valid_path: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    *,
+    time_budget: float | None = None,
+    cpu_budget: float | None = None,
+    members: int | None = None,
+    seed: int = 0,
+    resume: bool = False,
+    target_chars: bool = False,
+    verbose: int | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Train on `train_path`'s pairs, select on `valid_path`'s, write the model folder.
+
+    Settings not given are chosen from the training data (`choose_settings`); `settings`
+    takes any `Settings` field (`units=128`, `epochs=3`, `jit_compile=False`, ...).
+
+    Args:
+        train_path: The training pairs (`source<TAB>target` lines, UTF-8).
+        valid_path: The validation pairs: each epoch's WER on them chooses the weights kept.
+        output_dir: The model folder (created).
+        time_budget: Wall minutes for training all members. Defaults to the rule's.
+        cpu_budget: CPU minutes of this process for training instead (the same figure
+            whatever else runs on the machine). Defaults to `None`.
+        members: Models of several seeds decoded as one ensemble. Defaults to the rule's.
+        seed: Seed of the first member. Defaults to `0`.
+        resume: Go on from the backups in `output_dir` (same data and settings).
+            Defaults to `False`.
+        target_chars: Targets are characters, not space-separated symbols. Defaults to
+            `False`.
+        verbose: `0` silent, `1` progress bars, `2` a line per epoch. Defaults to `1` on a
+            terminal, else `2`.
+
+    Returns:
+        `training.json`'s content.
+
+    Raises:
+        PairsFileError: a data file cannot be read (the message names file and line).
+        FileExistsError: `output_dir` holds a model and `resume` is off.
+    """
+    started, cpu_started = time.perf_counter(), cpu_seconds()
+    verbose = (1 if sys.stdout.isatty() else 2) if verbose is None else int(verbose)
+    train_pairs = read_pairs(train_path, target_chars, argument="--train")
+    valid_pairs = read_pairs(valid_path, target_chars, argument="--valid")
+    output = Path(output_dir)
+    if not resume and any((output / name).exists() for name in FILES):
+        raise FileExistsError(
+            f"{output} already holds a model; choose another --output-dir or resume a "
+            f"stopped run with --resume. Received: output_dir={str(output)!r}"
+        )
+    pairs = train_pairs.pairs()
+    source_vocabulary = Vocabulary(c for s in train_pairs.sources for c in s)
+    target_vocabulary = Vocabulary(p for _, t in pairs for p in t)
+    lengths = [max(len(s), len(t)) + 1 for s, t in pairs]
+    chosen = choose_settings(
+        len(pairs),
+        max(len(t) for _, t in pairs),
+        lengths,
+        time_budget=time_budget,
+        cpu_budget=cpu_budget,
+        members=members,
+        seed=seed,
+        target_chars=target_chars,
+        **settings,
+    )
+    if verbose:
+        print(
+            f"{len(train_pairs)} training sources ({len(pairs)} pairs), "
+            f"{len(valid_pairs)} validation sources; {len(source_vocabulary) - 4} source "
+            f"characters, {len(target_vocabulary) - 4} target symbols"
+        )
+        print("settings: " + ", ".join(f"{k}={v}" for k, v in chosen.to_dict().items()))
+    output.mkdir(parents=True, exist_ok=True)
+    data = {
+        "sources": [source_vocabulary.encode(s) for s, _ in pairs],
+        "targets": [target_vocabulary.encode(t) for _, t in pairs],
+        "valid": valid_pairs,
+        "source_vocabulary": source_vocabulary,
+        "target_vocabulary": target_vocabulary,
+    }
+    models, trainings = [], []
+    for member in range(chosen.members):
+        keras.utils.set_random_seed(chosen.seed + member)
+        model = build_model(chosen, len(source_vocabulary), len(target_vocabulary))
+        trainings.append(
+            _train_member(
+                model, chosen, data, output, member, resume, verbose, (started, cpu_started)
+            )
+        )
+        models.append(model)
+    model = models[0] if len(models) == 1 else Seq2SeqEnsemble(models)
+    translator = Translator(
+        model,
+        max_length=chosen.max_length,
+        beam_width=chosen.beam_width,
+        jit_compile=chosen.jit_compile,
+    )
+    valid = error_rates(translator, valid_pairs, source_vocabulary, target_vocabulary)
+    training = {
+        "valid": {k: valid[k] for k in ("wer", "per", "words")},
+        "wall_seconds": time.perf_counter() - started,
+        "cpu_seconds": cpu_seconds() - cpu_started,
+        "train_pairs": len(pairs),
+        "train_sources": len(train_pairs),
+        "members": trainings,
+        "curve": trainings[0]["curve"],
+        "machine": {"cpus": os.cpu_count()},
+    }
+    if verbose:
+        print(
+            f"validation ({valid['words']} sources, beam {chosen.beam_width}): "
+            f"WER {valid['wer']:.2f}%, PER {valid['per']:.2f}%; "
+            f"{training['wall_seconds'] / 60:.1f} min, "
+            f"{training['cpu_seconds'] / 60:.1f} CPU min"
+        )
+    config = {
+        "format": FORMAT,
+        "keras_attention": __version__,
+        "settings": chosen.to_dict(),
+        "source_vocabulary": source_vocabulary.symbols,
+        "target_vocabulary": target_vocabulary.symbols,
+        "longest_source": max(len(s) for s in train_pairs.sources),
+    }
+    _write_model(output, model, config, training)
+    return training
+
+
+def build_model(settings: Settings, source_size: int, target_size: int) -> Seq2Seq:
+    """The compiled `Seq2Seq` of `settings`: a bidirectional encoder of `units // 2` per
+    direction, the attentional decoder, Adam with gradient clipping at norm 1, label-smoothed
+    cross-entropy."""
+    model = Seq2Seq(
+        source_vocabulary_size=source_size,
+        target_vocabulary_size=target_size,
+        embedding_dim=settings.embedding_dim,
+        units=settings.units,
+        encoder_units=max(1, settings.units // 2),
+        rnn=settings.rnn,
+        encoder_layers=settings.encoder_layers,
+        attention=settings.attention,
+        dropout=settings.dropout,
+    )
+    loss = (
+        SmoothedSparseCrossentropy(target_size, settings.label_smoothing)
+        if settings.label_smoothing
+        else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    model.compile(
+        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+        loss=loss,
+        metrics=["accuracy"],
+        jit_compile=settings.jit_compile,
+    )
+    return model
+
+
+def decode(
+    translator: Translator,
+    sources: list[str],
+    vocabulary: Vocabulary,
+    batch_size: int = VALID_BATCH,
+) -> list[dict]:
+    """`translator`'s result for each source (`"ids"`, `"scores"`, and with beams
+    `"beam_ids"`, `"beam_scores"`), decoded in batches of sources of similar length."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    out: list[Any] = [None] * len(sources)
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        result = translator(vocabulary.encode_batch([sources[i] for i in rows]))
+        for j, i in enumerate(rows):
+            out[i] = {k: v[j] for k, v in result.items() if k != "alignments"}
+    return out
+
+
+def error_rates(translator, pairs: Pairs, source_vocabulary, target_vocabulary) -> dict:
+    """WER and PER (%) of `translator`'s first-best on `pairs` (right if it equals any of a
+    source's references; PER against the closest), and the predictions."""
+    results = decode(translator, pairs.sources, source_vocabulary)
+    predictions = [target_vocabulary.decode(r["ids"]) for r in results]
+    rates = sequence_error_rates(predictions, pairs.references)
+    return {
+        "wer": 100 * rates["sequence_error_rate"],
+        "per": 100 * rates["token_error_rate"],
+        "words": len(pairs),
+        "predictions": predictions,
+        "scores": [float(r["scores"]) for r in results],
+    }
+
+
+def _budget(settings: Settings, member: int, clocks: tuple[float, float]) -> tuple[str, float]:
+    """`(clock, seconds)`: what is left of the budget for training, shared equally among
+    `member` and the members still to train."""
+    share = settings.members - member
+    started, cpu_started = clocks
+    if settings.cpu_budget:
+        return "cpu", (settings.cpu_budget * 60 - (cpu_seconds() - cpu_started)) / share
+    return "wall", (settings.time_budget * 60 - (time.perf_counter() - started)) / share
+
+
+def _train_member(
+    model,
+    settings: Settings,
+    data: dict,
+    output: Path,
+    member: int,
+    resume: bool,
+    verbose: int,
+    clocks,
+) -> dict:
+    """Train one member within its share of the budget, with backups that `resume` goes
+    on from; what training did and took."""
+    train = BucketedBatches(
+        data["sources"],
+        data["targets"],
+        settings.batch_size,
+        bounds=settings.buckets or None,
+        seed=settings.seed + member,
+    )
+    valid_pairs = data["valid"].pairs()
+    valid = BucketedBatches(
+        [data["source_vocabulary"].encode(s) for s, _ in valid_pairs],
+        [data["target_vocabulary"].encode(t) for _, t in valid_pairs],
+        VALID_BATCH,
+        shuffle=False,
+    )
+    valid_data = valid.dataset()
+    translator = Translator(
+        model,
+        max_length=settings.max_length,
+        beam_width=settings.beam_width,
+        jit_compile=settings.jit_compile,
+    )
+
+    def monitor() -> dict:
+        scores = error_rates(
+            translator, data["valid"], data["source_vocabulary"], data["target_vocabulary"]
+        )
+        return {"wer": scores["wer"], "per": scores["per"]}
+
+    clock, budget = _budget(settings, member, clocks)
+    control = TrainingControl(
+        settings.learning_rate,
+        settings.epochs,
+        max(budget, 1.0),
+        settings.patience,
+        verbose=verbose > 0,
+        monitor=monitor,
+        clock=clock,
+        validation=valid_data,
+        select=("wer", "per"),
+        average_last=settings.average_last,
+    )
+    backup = output / ("backup" if settings.members == 1 else f"backup-{member}")
+    fingerprint = {**settings.to_dict(), "pairs": len(data["sources"]), "valid": len(valid_pairs)}
+    fingerprint.pop("time_budget"), fingerprint.pop("cpu_budget")
+    resumable = ResumableTraining(backup, settings=fingerprint)
+    resumable.set_callbacks([control])
+    initial_epoch, epochs = 0, settings.epochs
+    if resume:
+        model.build_from_config(None)
+        initial_epoch = resumable.restore(model, [control])
+        if control.resumed_stopped:  # stopped by its budget or early stopping: no more
+            epochs = initial_epoch
+        if verbose and initial_epoch:
+            print(f"resumed from {backup} after epoch {initial_epoch}")
+    stream, steps = resumable.epoch_stream(train.dataset(), initial_epoch)
+    if verbose:
+        print(
+            f"model {member + 1} of {settings.members}: {clock} budget "
+            f"{control.seconds / 60:.1f} min"
+        )
+    model.fit(
+        stream,
+        steps_per_epoch=steps,
+        validation_data=valid_data,
+        epochs=epochs,
+        initial_epoch=initial_epoch,
+        callbacks=[control, resumable],
+        verbose=verbose,
+    )
+    return {
+        "epochs": len(control.curve),
+        "steps": control.steps_done,
+        "curve": control.curve,
+        "budget_clock": clock,
+        "budget_seconds": control.seconds,
+        "seconds": control.spent("wall"),
+        "cpu_seconds": control.spent("cpu"),
+        "stopped_by": control.stopped_by,
+        "resumed_from_epoch": initial_epoch,
+        "best_epoch": control.best_epoch,
+        "best_score": dict(zip(control.select, control.best or [])),
+        "selection": control.selection,
+    }
+
+
+def _write_model(output: Path, model, config: dict, training: dict) -> None:
+    """Write the three files to temporary names, then rename them into place."""
+    # Saved compiled with Keras' own loss, so that `keras.saving.load_model` opens it
+    # without this package's training loss (training is over).
+    for trained in model.members if isinstance(model, Seq2SeqEnsemble) else [model]:
+        trained.compile(
+            optimizer=trained.optimizer,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+    partial = {name: output / f".{name}.partial" for name in FILES}
+    try:
+        model.save(str(partial["model.keras"]) + ".keras")
+        os.replace(str(partial["model.keras"]) + ".keras", partial["model.keras"])
+        for name, content in (("config.json", config), ("training.json", training)):
+            partial[name].write_text(json.dumps(content, indent=1), encoding="utf-8")
+        for name in ("model.keras", "training.json", "config.json"):  # config.json last
+            os.replace(partial[name], output / name)
+    finally:
+        for path in partial.values():
+            if path.exists():
+                path.unlink()
