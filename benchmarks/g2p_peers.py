@@ -217,15 +217,18 @@ def tool_env(peers_bin: Path) -> dict:
     return {**os.environ, "PATH": f"{peers_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def phonetisaurus_train(peers_bin, lexicon_file: Path, directory: Path, order: int) -> dict:
-    """Train Phonetisaurus (README recipe: `--seq2_del`, an `order`-gram joint model) on a
-    `word<TAB>phones` file into `directory/model.fst`; returns `{"model", "seconds",
-    "cpu_seconds"}` (wall and CPU time of the training processes)."""
+def phonetisaurus_train(
+    peers_bin, lexicon_file: Path, directory: Path, order: int, options=()
+) -> dict:
+    """Train Phonetisaurus (README recipe: `--seq2_del`, an `order`-gram joint model, then
+    `options`, e.g. `--seq2_max 3`) on a `word<TAB>phones` file into `directory/model.fst`;
+    returns `{"model", "seconds", "cpu_seconds"}` (wall and CPU time of the training
+    processes)."""
     directory.mkdir(parents=True, exist_ok=True)
     command = [
         str(peers_bin / "phonetisaurus-train"), "--lexicon", str(lexicon_file),
         "--seq2_del", "--ngram_order", str(order), "--dir_prefix", str(directory),
-        "--model_prefix", "model",
+        "--model_prefix", "model", *options,
     ]  # fmt: skip
     _, wall, cpu, _ = run_timed(command, tool_env(peers_bin))
     return {"model": directory / "model.fst", "seconds": wall, "cpu_seconds": cpu}

@@ -63,6 +63,11 @@ def test_prepare_language_writes_nfc_files_and_escapes_spaces_for_phonetisaurus(
     assert unicodedata.is_normalized("NFC", train)
     assert "la▁casa\tl a k a s a" in data["train_lex"].read_text(encoding="utf-8")
     assert data["test_words"].read_text(encoding="utf-8") == "la▁casa\n"
+    nfd = data["forms"]["NFD"]  # café's "é" decomposed: a second form for Phonetisaurus
+    assert f"{DECOMPOSED}\tk a f e" in nfd["train_lex"].read_text(encoding="utf-8")
+    assert nfd["words"]["dev"] == {"abd": "abd", "abc": "abc"}
+    plain = multi.prepare_language(tmp_path, "low", "ita", tmp_path / "r1", {"train": 1})
+    assert list(plain["forms"]) == ["NFC"]  # NFD spells "abc" the same: not tried
     assert multi.unescape(multi.escape("la casa")) == "la casa"
     with pytest.raises(ValueError, match="Received: 'a▁b'"):
         multi.escape("a▁b")
@@ -79,13 +84,19 @@ def test_data_dir_errors_name_what_was_given(tmp_path):
     assert multi.find_data_dir(str(tmp_path)) == tmp_path
 
 
-def test_the_order_is_chosen_on_dev_wer_then_per_then_the_smaller():
-    def order(n, wer, per):
-        return {"order": n, "dev": {"wer": wer, "per": per}}
+def test_the_model_is_chosen_on_dev_wer_then_per_then_nfc_then_the_smaller_order():
+    def model(form, n, wer, per):
+        return {"form": form, "order": n, "dev": {"wer": wer, "per": per}}
 
-    assert multi.choose_order([order(4, 9.0, 2.0), order(6, 8.0, 3.0)])["order"] == 6
-    assert multi.choose_order([order(4, 8.0, 2.0), order(6, 8.0, 1.5)])["order"] == 6
-    assert multi.choose_order([order(8, 8.0, 2.0), order(4, 8.0, 2.0)])["order"] == 4
+    assert multi.choose([model("NFC", 4, 9.0, 2.0), model("NFC", 6, 8.0, 3.0)])["order"] == 6
+    assert multi.choose([model("NFC", 4, 8.0, 2.0), model("NFC", 6, 8.0, 1.5)])["order"] == 6
+    assert multi.choose([model("NFC", 8, 8.0, 2.0), model("NFC", 4, 8.0, 2.0)])["order"] == 4
+    tie = [model("NFD", 4, 8.0, 2.0), model("NFC", 8, 8.0, 2.0)]
+    assert multi.choose(tie)["form"] == "NFC"
+    assert multi.choose([*tie, model("NFD", 6, 7.0, 2.0)])["form"] == "NFD"
+    chosen = {"form": "NFD", "order": 6, "alignment": {"seq2_max": 4}}
+    assert multi.phonetisaurus_setting(chosen) == "NFD 6, seq2_max 4"
+    assert multi.phonetisaurus_setting({"order": 8}) == "NFC 8"
 
 
 def _row(subtask, language, p_wer, p_per, o_wer=None, o_per=None):
@@ -116,9 +127,9 @@ def test_winners_macro_averages_and_tables():
     assert (low["ours_better"], low["compared"]) == (1, 2)
     assert low["baseline_test_wer"] == pytest.approx((19.0 + 21.0 + 12.0) / 3)
     languages = multi.language_table(rows)
-    assert "| low | ita | 6 | 21.00 | 4.00 | 20.00 | 4.00 | 18.00 | 4.50 | ours | 10.0 | 5.5 | " \
-           "7.5 | 1.25 | 19.00 |" in languages  # fmt: skip
-    assert "| low | ice | 6 | 13.00 | 3.00 | 12.00 | 3.00 | pending | pending | pending |" in (
+    assert "| low | ita | NFC 6 | 21.00 | 4.00 | 20.00 | 4.00 | 18.00 | 4.50 | ours | 10.0 | " \
+           "5.5 | 7.5 | 1.25 | 19.00 |" in languages  # fmt: skip
+    assert "| low | ice | NFC 6 | 13.00 | 3.00 | 12.00 | 3.00 | pending | pending | pending |" in (
         languages
     )
     table = multi.summary_table(summary)
@@ -213,7 +224,8 @@ def test_ours_follows_the_command_line_contract(tmp_path, monkeypatch):
                         str(data["dev_tsv"]), "--output-dir", run_dir, "--cpu-budget", "1",
                         "--members", "2", "--seed", "3"]  # fmt: skip
     assert calls[2] == ["evaluate", "--model", run_dir, str(data["test_tsv"]), "--output",
-                        f"{run_dir}/evaluation_test.json"]  # fmt: skip
+                        f"{run_dir}/evaluation_test.json", "--predictions",
+                        f"{run_dir}/evaluation_test.tsv"]  # fmt: skip
     assert result["dev"]["wer"] == 50.0 and result["test"] == {
         "wer": 25.0, "per": 5.0, "words": 1, "beam_width": 4, "seconds": 0.5}  # fmt: skip
     assert result["training"]["reported_cpu_seconds"] == 20.0
@@ -233,7 +245,7 @@ def test_reuse_reads_each_languages_results_without_the_tools(tmp_path, capsys):
                           "--output-dir", str(out), "--data-dir", str(tmp_path / "data_copy"),
                           "--peers-bin", str(tmp_path / "none")])  # fmt: skip
     printed = capsys.readouterr().out
-    assert "| low | ita | 6 | 21.00 | 4.00 | 20.00 | 4.00 | 18.00 | 4.50 | ours |" in printed
+    assert "| low | ita | NFC 6 | 21.00 | 4.00 | 20.00 | 4.00 | 18.00 | 4.50 | ours |" in printed
     saved = json.loads((out / "results.json").read_text())
     assert saved["summary"]["low"]["ours_better"] == 1 and saved["rows"][0]["ours"]["reused"]
     assert results["rows"][0]["words"] == {"train": 3, "dev": 2, "test": 1}
@@ -263,7 +275,8 @@ def test_smoke_mode_with_phonetisaurus(tmp_path):
     (row,) = results["rows"]
     p = row["phonetisaurus"]
     assert row["words"] == {k: multi.SMOKE[k] for k in ("train", "dev", "test")}
-    assert p["order"] in multi.SMOKE["orders"] and len(p["orders"]) == 2
+    assert p["order"] in multi.SMOKE["orders"] and p["form"] in multi.FORMS
+    assert len(p["tried"]) == len(multi.SMOKE["orders"]) * len(p["settings"]["forms"])
     assert p["test"]["words"] == multi.SMOKE["test"] and p["test"]["no_output"] == 0
     assert 0 <= p["test"]["per"] <= p["test"]["wer"] < 100
     assert p["training"]["cpu_seconds"] > 0 and p["decoding"]["ms_per_word"] > 0
