@@ -155,12 +155,15 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def run_timed(command, env, cpu_limit: float | None = None, memory_limit: int | None = None):
+def run_timed(
+    command, env, cpu_limit: float | None = None, memory_limit: int | None = None, cwd=None
+):
     """Run `command`; returns `(completed, wall seconds, CPU seconds of it and its children,
     stdout text)`. Its output goes to temporary files (Sequitur writes much to stderr: a pipe
     not read while it runs would fill and block it). With `cpu_limit` (seconds) the process
     is killed once its own CPU time passes the limit, and `completed` is False; with
-    `memory_limit` (bytes) its address space is limited to that (a shared machine)."""
+    `memory_limit` (bytes) its address space is limited to that (a shared machine); `cwd`: the
+    folder it runs in."""
     import resource
     import tempfile
 
@@ -174,7 +177,7 @@ def run_timed(command, env, cpu_limit: float | None = None, memory_limit: int | 
                 resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
         process = subprocess.Popen(
-            command, stdout=out, stderr=err, env=env, text=True, preexec_fn=limit
+            command, stdout=out, stderr=err, env=env, text=True, preexec_fn=limit, cwd=cwd
         )
         while process.poll() is None:
             used = _cpu_seconds(process.pid) if cpu_limit is not None else None
@@ -214,33 +217,54 @@ def tool_env(peers_bin: Path) -> dict:
     return {**os.environ, "PATH": f"{peers_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def phonetisaurus(peers_bin, work: Path, data: dict, lexicon, order: int) -> dict:
-    env = tool_env(peers_bin)
-    train_dir = work / "phonetisaurus"
-    train_dir.mkdir(parents=True, exist_ok=True)
+def phonetisaurus_train(
+    peers_bin, lexicon_file: Path, directory: Path, order: int, options=()
+) -> dict:
+    """Train Phonetisaurus (README recipe: `--seq2_del`, an `order`-gram joint model, then
+    `options`, e.g. `--seq2_max 3`) on a `word<TAB>phones` file into `directory/model.fst`;
+    returns `{"model", "seconds", "cpu_seconds"}` (wall and CPU time of the training
+    processes)."""
+    directory.mkdir(parents=True, exist_ok=True)
     command = [
-        str(peers_bin / "phonetisaurus-train"), "--lexicon", str(data["train_lex"]),
-        "--seq2_del", "--ngram_order", str(order), "--dir_prefix", str(train_dir),
-        "--model_prefix", "model",
+        str(peers_bin / "phonetisaurus-train"), "--lexicon", str(lexicon_file),
+        "--seq2_del", "--ngram_order", str(order), "--dir_prefix", str(directory),
+        "--model_prefix", "model", *options,
     ]  # fmt: skip
+    _, wall, cpu, _ = run_timed(command, tool_env(peers_bin))
+    return {"model": directory / "model.fst", "seconds": wall, "cpu_seconds": cpu}
+
+
+def phonetisaurus_apply(peers_bin, model: Path, words_file: Path, n: int = 1) -> dict:
+    """`phonetisaurus-apply -n n` on a file of words, one a line; returns `{"hypotheses"
+    (read_hypotheses), "seconds", "cpu_seconds"}` (model loading included)."""
+    command = [str(peers_bin / "phonetisaurus-apply"), "--model", str(model), "--word_list",
+               str(words_file), "-n", str(n)]  # fmt: skip
+    _, wall, cpu, text = run_timed(command, tool_env(peers_bin))
+    return {"hypotheses": read_hypotheses(text), "seconds": wall, "cpu_seconds": cpu}
+
+
+def phonetisaurus(peers_bin, work: Path, data: dict, lexicon, order: int) -> dict:
     print(f"phonetisaurus: training ({order}-gram) ...", flush=True)
-    _, train_wall, train_cpu, _ = run_timed(command, env)
-    model = train_dir / "model.fst"
-    apply = [str(peers_bin / "phonetisaurus-apply"), "--model", str(model), "--word_list"]
-    _, wall, cpu, text = run_timed([*apply, str(data["test_words"]), "-n", "1"], env)
-    hypotheses = read_hypotheses(text)
-    _, _, _, text4 = run_timed([*apply, str(data["multi_words"]), "-n", "4"], env)
+    trained = phonetisaurus_train(peers_bin, data["train_lex"], work / "phonetisaurus", order)
+    model = trained["model"]
+    applied = phonetisaurus_apply(peers_bin, model, data["test_words"], n=1)
+    hypotheses, wall, cpu = applied["hypotheses"], applied["seconds"], applied["cpu_seconds"]
+    four_best = phonetisaurus_apply(peers_bin, model, data["multi_words"], n=4)["hypotheses"]
     return {
         "system": f"Phonetisaurus ({order}-gram joint model, WFST)",
         "test": score(hypotheses, data["test"], lexicon),
-        "training": {"seconds": train_wall, "cpu_seconds": train_cpu, "cores": 1},
+        "training": {
+            "seconds": trained["seconds"],
+            "cpu_seconds": trained["cpu_seconds"],
+            "cores": 1,
+        },
         "decoding": {
             "ms_per_word": 1000 * wall / len(data["test"]),
             "cpu_ms_per_word": 1000 * cpu / len(data["test"]),
             "how": "phonetisaurus-apply -n 1 on every test word (model loading included)",
         },
         "model_bytes": model.stat().st_size,
-        "n_best": n_best_share(read_hypotheses(text4), data["multi"], lexicon),
+        "n_best": n_best_share(four_best, data["multi"], lexicon),
         "predictions": hypotheses,
     }
 
