@@ -293,7 +293,7 @@ def _train_member(
         settings.epochs,
         max(budget, 1.0),
         settings.patience,
-        verbose=verbose > 0,
+        verbose=verbose == 2,  # its line a epoch; the progress bar shows val_wer itself
         monitor=monitor,
         clock=clock,
         validation=valid_data,
@@ -326,7 +326,8 @@ def _train_member(
         epochs=epochs,
         initial_epoch=initial_epoch,
         callbacks=[control, resumable],
-        verbose=verbose,
+        verbose=1 if verbose == 1 else 0,
+        shuffle=False,  # BucketedBatches shuffles; Keras would warn that it cannot
     )
     return {
         "epochs": len(control.curve),

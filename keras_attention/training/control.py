@@ -53,7 +53,9 @@ class TrainingControl(keras.callbacks.Callback):
     smaller `(1 + n) / (10 + n)` after `n` updates, so the average does not start from the
     random initial weights); each epoch's validation loss and `monitor` then score the
     averaged weights (`model.evaluate` on `validation`: a dataset or an `(x, y)` tuple), and
-    those are the best weights kept. The raw weights' validation loss is `val_loss_raw`."""
+    those are the best weights kept. The raw weights' validation loss is `val_loss_raw`.
+    `monitor`'s scores also go into the epoch's logs as `val_<name>` (`val_wer`), so Keras'
+    progress bar shows them and `History` keeps them."""
 
     def __init__(
         self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None,
@@ -164,8 +166,11 @@ class TrainingControl(keras.callbacks.Callback):
             point["val_loss_raw"] = raw_loss
         if self.monitor is not None:
             started = time.perf_counter()
-            point.update(self.monitor())
+            scores = self.monitor()
+            point.update(scores)
             self.monitor_seconds += time.perf_counter() - started
+            if logs is not None:  # `val_wer`...: in History and on Keras' progress bar
+                logs.update({f"val_{k}": float(v) for k, v in scores.items()})
         self._keep(point)
         if raw is not None:  # training goes on from the raw weights
             for variable, value in zip(self.model.trainable_variables, raw):

@@ -203,8 +203,9 @@ def _fit_with_scripted_scores(scores, **control_kwargs):
     control = TrainingControl(
         0.1, epochs, 1e9, verbose=False, monitor=lambda: next(calls), **control_kwargs
     )
-    model.fit(x, y, batch_size=10, epochs=epochs, validation_data=(x, y), verbose=0,
-              callbacks=[Record(), control])  # fmt: skip
+    history = model.fit(x, y, batch_size=10, epochs=epochs, validation_data=(x, y), verbose=0,
+                        callbacks=[Record(), control])  # fmt: skip
+    control.history = history.history
     return model, control, recorded
 
 
@@ -218,6 +219,9 @@ def test_training_control_keeps_the_weights_of_the_best_monitored_score():
         scores, epochs=6, select=("wer", "per"), patience=2
     )
     assert control.stopped_by == "early stopping" and len(recorded) == 5
+    # The monitor's scores are in the epochs' logs (History, the progress bar) as val_<name>.
+    assert control.history["val_wer"] == [5.0, 3.0, 3.0, 4.0, 3.0]
+    assert control.history["val_per"] == [1.0, 2.0, 1.0, 0.0, 1.0]
     assert control.best_epoch == 3 and control.best == [3.0, 1.0] and control.selection is None
     for kept, expected in zip(model.get_weights(), recorded[2]):
         np.testing.assert_array_equal(kept, expected.astype("float32"))
