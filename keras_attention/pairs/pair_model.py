@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import keras
 
 from keras_attention.decoding import SearchConfig
-from keras_attention.metrics import sequence_error_rates
 from keras_attention.models import Translator
 from keras_attention.pairs.files import Pairs, normalize_source
 from keras_attention.pairs.settings import Settings
-from keras_attention.pairs.trainer import FILES, FORMAT, decode
+from keras_attention.pairs.trainer import FILES, FORMAT, decode, error_rates
 from keras_attention.pairs.vocabulary import Vocabulary
 
 __all__ = ["PairModel"]
@@ -104,21 +102,17 @@ class PairModel:
         """WER and PER (%) on `pairs` (a prediction is right if it equals any reference of its
         source; PER is the edit distance to the closest reference over its length, summed
         over sources), the decoding time, and the predictions."""
-        started = time.perf_counter()
         translator = self.translator(beam_width)
-        results = decode(translator, pairs.sources, self.source_vocabulary)
-        seconds = time.perf_counter() - started
-        predictions = [self.target_vocabulary.decode(r["ids"]) for r in results]
-        rates = sequence_error_rates(predictions, pairs.references)
+        scored = error_rates(translator, pairs, self.source_vocabulary, self.target_vocabulary)
         return {
-            "wer": 100 * rates["sequence_error_rate"],
-            "per": 100 * rates["token_error_rate"],
+            "wer": scored["wer"],
+            "per": scored["per"],
             "words": len(pairs),
-            "errors": int(round(rates["sequence_error_rate"] * len(pairs))),
+            "errors": int(round(scored["wer"] * len(pairs) / 100)),
             "beam_width": translator.beam_width,
-            "seconds": seconds,
-            "ms_per_word": 1000 * seconds / len(pairs),
-            "predictions": predictions,
+            "seconds": scored["seconds"],
+            "ms_per_word": 1000 * scored["seconds"] / len(pairs),
+            "predictions": scored["predictions"],
         }
 
     def tokenizers(self) -> tuple:

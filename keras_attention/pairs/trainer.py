@@ -224,8 +224,11 @@ def decode(
 
 def error_rates(translator, pairs: Pairs, source_vocabulary, target_vocabulary) -> dict:
     """WER and PER (%) of `translator`'s first-best on `pairs` (right if it equals any of a
-    source's references; PER against the closest), and the predictions."""
+    source's references; PER against the closest), the predictions, their scores, and the
+    seconds decoding took."""
+    started = time.perf_counter()
     results = decode(translator, pairs.sources, source_vocabulary)
+    seconds = time.perf_counter() - started
     predictions = [target_vocabulary.decode(r["ids"]) for r in results]
     rates = sequence_error_rates(predictions, pairs.references)
     return {
@@ -234,6 +237,7 @@ def error_rates(translator, pairs: Pairs, source_vocabulary, target_vocabulary) 
         "words": len(pairs),
         "predictions": predictions,
         "scores": [float(r["scores"]) for r in results],
+        "seconds": seconds,
     }
 
 
