@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import collections
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from keras_attention._validation import check_flag, check_int
 from keras_attention.text._inputs import (
+    decoded_strings,
     id_batch,
     normalized_text_dataset,
     string_batch,
@@ -23,6 +25,26 @@ UNK_ID = 1
 START_ID = 2
 END_ID = 3
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
+
+
+def _sorted_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`(sorted keys, their ids)`: the vocabulary's lookup keys (code points, fingerprints) in
+    ascending order and each one's id (`index + 4`); with no keys, `-1` (a key that never
+    occurs) mapped to `UNK_ID`."""
+    if not len(keys):
+        return np.array([-1], keys.dtype), np.array([UNK_ID], np.int32)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], (order + len(SPECIAL_TOKENS)).astype(np.int32)
+
+
+def _lookup_sorted(flat: tf.Tensor, sorted_keys: np.ndarray, ids: np.ndarray) -> tf.Tensor:
+    """The ids of `flat`'s keys by a binary search in `sorted_keys` (`_sorted_ids`), `UNK_ID`
+    for a key not there: core TensorFlow ops only, no lookup-table resource."""
+    known = tf.constant(sorted_keys)
+    position = tf.searchsorted(known, flat, side="left", out_type=tf.int32)
+    position = tf.minimum(position, len(sorted_keys) - 1)
+    found = tf.equal(tf.gather(known, position), flat)
+    return tf.where(found, tf.gather(tf.constant(ids), position), UNK_ID)
 
 
 class BaseTokenizer:
@@ -237,6 +259,18 @@ class BaseTokenizer:
     def _learn(self, dataset: tf.data.Dataset) -> list[str]:
         """The sorted tokens (no specials) learned from a dataset of normalised string batches."""
         raise NotImplementedError
+
+    def _most_frequent(
+        self, dataset: tf.data.Dataset, units: Callable[[str], Iterable[str]]
+    ) -> list[str]:
+        """The tokens `units(text)` gives over `dataset`'s texts, seen at least `min_frequency`
+        times, most frequent first (ties in code-point order): `_learn` for token kinds that a
+        Python split finds."""
+        counts: collections.Counter = collections.Counter()
+        for text in decoded_strings(dataset, "texts"):
+            counts.update(units(text))
+        kept = [(token, n) for token, n in counts.items() if n >= self._min_frequency]
+        return [token for token, _ in sorted(kept, key=lambda item: (-item[1], item[0]))]
 
     def _build(self) -> None:
         """Precompute the (numpy) constants for the current `self._tokens`."""

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import collections
-
 import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_attention.text._inputs import decoded_strings
-from keras_attention.text.base_tokenizer import SPECIAL_TOKENS, UNK_ID, BaseTokenizer
+from keras_attention.text.base_tokenizer import BaseTokenizer, _lookup_sorted, _sorted_ids
 
 __all__ = ["CharTokenizer"]
 
@@ -60,32 +57,17 @@ class CharTokenizer(BaseTokenizer):
             )
 
     def _learn(self, dataset: tf.data.Dataset) -> list[str]:
-        counts: collections.Counter = collections.Counter()
-        for text in decoded_strings(dataset, "texts"):
-            counts.update(text)
-        kept = [(char, n) for char, n in counts.items() if n >= self._min_frequency]
-        return [char for char, _ in sorted(kept, key=lambda item: (-item[1], item[0]))]
+        return self._most_frequent(dataset, lambda text: text)  # its characters
 
     def _build(self) -> None:
         code_points = np.array([ord(char) for char in self._tokens], dtype=np.int32)
-        order = np.argsort(code_points, kind="stable")
-        if len(code_points):
-            self._sorted_code_points = code_points[order]
-            self._sorted_ids = (order + len(SPECIAL_TOKENS)).astype(np.int32)
-        else:  # nothing known: a code point that never occurs, mapped to UNK
-            self._sorted_code_points = np.array([-1], dtype=np.int32)
-            self._sorted_ids = np.array([UNK_ID], dtype=np.int32)
+        self._sorted_code_points, self._sorted_ids = _sorted_ids(code_points)
         specials = np.array([0, _REPLACEMENT_CHARACTER, 0, 0], dtype=np.int32)
         self._id_code_points = np.concatenate([specials, code_points])
 
     def _tokenize_ragged(self, normalized: tf.Tensor) -> tf.RaggedTensor:
         code_points = tf_text.UnicodeCharTokenizer().tokenize(normalized)
-        flat = code_points.flat_values
-        known = tf.constant(self._sorted_code_points)
-        position = tf.searchsorted(known, flat, side="left", out_type=tf.int32)
-        position = tf.minimum(position, len(self._sorted_code_points) - 1)
-        found = tf.equal(tf.gather(known, position), flat)
-        ids = tf.where(found, tf.gather(tf.constant(self._sorted_ids), position), UNK_ID)
+        ids = _lookup_sorted(code_points.flat_values, self._sorted_code_points, self._sorted_ids)
         return code_points.with_flat_values(ids)
 
     def _detokenize_ragged(self, ids: tf.RaggedTensor) -> tf.Tensor:

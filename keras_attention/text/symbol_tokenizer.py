@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import collections
-
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.text._inputs import decoded_strings
-from keras_attention.text.base_tokenizer import SPECIAL_TOKENS, UNK_ID, BaseTokenizer
+from keras_attention.text.base_tokenizer import BaseTokenizer, _lookup_sorted, _sorted_ids
 
 __all__ = ["SymbolTokenizer"]
 
@@ -56,11 +53,7 @@ class SymbolTokenizer(BaseTokenizer):
             )
 
     def _learn(self, dataset: tf.data.Dataset) -> list[str]:
-        counts: collections.Counter = collections.Counter()
-        for text in decoded_strings(dataset, "texts"):
-            counts.update(text.split())
-        kept = [(symbol, n) for symbol, n in counts.items() if n >= self._min_frequency]
-        return [symbol for symbol, _ in sorted(kept, key=lambda item: (-item[1], item[0]))]
+        return self._most_frequent(dataset, str.split)
 
     def _build(self) -> None:
         tokens = list(self._tokens)
@@ -73,23 +66,13 @@ class SymbolTokenizer(BaseTokenizer):
                 "Two `vocabulary` symbols share a fingerprint; rename one. Received: "
                 f"vocabulary={tokens!r}"
             )
-        order = np.argsort(hashes, kind="stable")
-        if len(hashes):
-            self._sorted_hashes = hashes[order]
-            self._sorted_ids = (order + len(SPECIAL_TOKENS)).astype(np.int32)
-        else:  # nothing known: a fingerprint that never occurs, mapped to UNK
-            self._sorted_hashes = np.array([-1], np.int64)
-            self._sorted_ids = np.array([UNK_ID], np.int32)
+        self._sorted_hashes, self._sorted_ids = _sorted_ids(hashes)
         self._id_symbols = np.array(["", "[UNK]", "", "", *tokens], dtype=object)
 
     def _tokenize_ragged(self, normalized: tf.Tensor) -> tf.RaggedTensor:
         symbols = tf.strings.split(normalized)
         flat = tf.strings.to_hash_bucket_fast(symbols.flat_values, _HASH_BUCKETS)
-        known = tf.constant(self._sorted_hashes)
-        position = tf.searchsorted(known, flat, side="left", out_type=tf.int32)
-        position = tf.minimum(position, len(self._sorted_hashes) - 1)
-        found = tf.equal(tf.gather(known, position), flat)
-        ids = tf.where(found, tf.gather(tf.constant(self._sorted_ids), position), UNK_ID)
+        ids = _lookup_sorted(flat, self._sorted_hashes, self._sorted_ids)
         return symbols.with_flat_values(ids)
 
     def _detokenize_ragged(self, ids: tf.RaggedTensor) -> tf.Tensor:
