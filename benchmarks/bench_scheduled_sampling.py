@@ -30,6 +30,7 @@ import _common as C  # first: sets the TF/Keras environment before they are impo
 import keras
 import numpy as np
 
+from keras_attention.decoding import GreedySearch
 from keras_attention.models import ScheduledSampling, Seq2Seq, Translator
 
 START, END, FIRST, SYMBOLS = 2, 3, 4, 10
@@ -85,7 +86,7 @@ def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial, j
     train_s = time.perf_counter() - t0
     (tx, ty) = test
     _, tf_accuracy = model.evaluate(tx, ty, batch_size=256, verbose=0)
-    ids = Translator(model, max_length=ty.shape[1], jit_compile=jit)(tx["source_ids"])["ids"]
+    ids = Translator(model, GreedySearch(ty.shape[1]), jit_compile=jit)(tx["source_ids"])["ids"]
     valid = tx["target_ids"] != 0  # target positions (labels incl. the end token)
     free_running = float((ids[:, : ty.shape[1]] == ty)[valid].mean())
     exact = float(np.mean([np.array_equal(a[v], b[v]) for a, b, v in zip(ids, ty, valid)]))

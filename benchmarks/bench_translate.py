@@ -26,11 +26,12 @@ Methods (each decodes one batch of B sentences into NumPy arrays, encoder includ
 - `python loop, tf.function step` / `python loop, XLA step`: the same loop, with the step and
   the encoder (+ memory preparation) each wrapped in `tf.function(jit_compile=False|True)`.
 - `Translator greedy` / `Translator beam K`: `keras_attention.models.Translator(model,
-  max_length, beam_width=1|K, length_penalty=0.6, jit_compile=False|True,
-  pad_to_multiple=16)`, which runs `model.generate` (one `ops.while_loop`) in a `tf.function`.
+  GreedySearch(max_length) | BeamSearch(K, max_length=max_length, length_penalty=0.6),
+  jit_compile=False|True, pad_to_multiple=16)`, which runs `model.generate` (one
+  `ops.while_loop`) in a `tf.function`.
   Note: it pads the source to a multiple of 16 (S=50 → 64; the padding is masked).
 - `SavedModel greedy` / `SavedModel beam K`: `keras_attention.export.export_saved_model(model,
-  path, max_length, beam_width=1|K, jit_compile=False|True)`, reloaded with
+  path, GreedySearch(max_length) | BeamSearch(K, ...), jit_compile=False|True)`, reloaded with
   `tf.saved_model.load(path).signatures["serving_default"](source_ids=...)` (no padding).
 - `encode only` (a component, not a method): `model.encode` + `prepare_memory`, eager /
   tf.function / XLA, to show how much of a batch is the encoder.
@@ -78,6 +79,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_attention.decoding import BeamSearch, GreedySearch, SampleSearch
 from keras_attention.export import export_saved_model
 from keras_attention.models import Seq2Seq, Translator
 
@@ -238,9 +240,8 @@ def matmul_floor(model: Seq2Seq, batch: int, max_length: int) -> tuple[Callable,
 
 def savedmodel(model, path, max_length, beam_width, jit) -> tuple[Callable, float]:
     t0 = time.perf_counter()
-    export_saved_model(
-        model, path, max_length=max_length, beam_width=beam_width, overwrite=True, jit_compile=jit
-    )
+    search = beam_or_greedy(beam_width, max_length)
+    export_saved_model(model, path, search, overwrite=True, jit_compile=jit)
     export_s = time.perf_counter() - t0
     loaded = tf.saved_model.load(path)
     serve = loaded.signatures["serving_default"]
@@ -267,9 +268,8 @@ def make_cases(model, source, max_length, beam_width, tmpdir) -> tuple[list[Case
         for k in (1, beam_width):
             search = "greedy" if k == 1 else f"beam {k}"
             translator = Translator(
-                model, max_length=max_length, beam_width=k, length_penalty=0.6,
-                jit_compile=jit, pad_to_multiple=16,
-            )  # fmt: skip
+                model, beam_or_greedy(k, max_length), jit_compile=jit, pad_to_multiple=16
+            )
             cases.append(
                 Case(
                     f"Translator {search}",
@@ -303,30 +303,38 @@ def make_cases(model, source, max_length, beam_width, tmpdir) -> tuple[list[Case
 
 # Decoding options (issue 13): sampling vs greedy, beam with vs without the coverage penalty.
 SEARCH_OPTIONS = {
-    "greedy": {},
-    "sample": {"sample": True},
-    "sample top-k 50": {"sample": True, "top_k": 50},
-    "sample top-p 0.9": {"sample": True, "top_p": 0.9},
-    "sample T 0.8, top-k 50, top-p 0.9": {
-        "sample": True, "temperature": 0.8, "top_k": 50, "top_p": 0.9,
-    },
-    "beam K": {"beam": True},
-    "beam K, coverage 0.2": {"beam": True, "coverage_penalty": 0.2},
+    "greedy": (GreedySearch, {}),
+    "sample": (SampleSearch, {}),
+    "sample top-k 50": (SampleSearch, {"top_k": 50}),
+    "sample top-p 0.9": (SampleSearch, {"top_p": 0.9}),
+    "sample T 0.8, top-k 50, top-p 0.9": (
+        SampleSearch, {"temperature": 0.8, "top_k": 50, "top_p": 0.9},
+    ),
+    "beam K": (BeamSearch, {}),
+    "beam K, coverage 0.2": (BeamSearch, {"coverage_penalty": 0.2}),
 }  # fmt: skip
+
+
+def beam_or_greedy(beam_width: int, max_length: int):
+    """Beam search of `beam_width` beams (GNMT alpha 0.6), or greedy search for one."""
+    if beam_width == 1:
+        return GreedySearch(max_length)
+    return BeamSearch(beam_width, max_length=max_length, length_penalty=0.6)
 
 
 def search_option_cases(model, source, max_length, beam_width, jits) -> list[Case]:
     """`Translator` cases (XLA and/or graph) for every entry of `SEARCH_OPTIONS`."""
     cases = []
     for jit in jits:
-        for search, options in SEARCH_OPTIONS.items():
-            options = dict(options)
-            k = beam_width if options.pop("beam", False) else 1
-            search = search.replace("beam K", f"beam {k}")
+        for search, (kind, options) in SEARCH_OPTIONS.items():
+            search = search.replace("beam K", f"beam {beam_width}")
+            if kind is BeamSearch:
+                options = {"beam_width": beam_width, "length_penalty": 0.6, **options}
+            elif kind is SampleSearch:
+                options = {"seed": 0, **options}
             translator = Translator(
-                model, max_length=max_length, beam_width=k, length_penalty=0.6,
-                jit_compile=jit, pad_to_multiple=16, seed=0, **options,
-            )  # fmt: skip
+                model, kind(max_length=max_length, **options), jit_compile=jit, pad_to_multiple=16
+            )
             cases.append(
                 Case(
                     f"Translator {search}",

@@ -66,7 +66,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
-from keras_attention.decoding import greedy_search  # noqa: E402
+from keras_attention.decoding import GreedySearch, greedy_search  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -466,7 +466,7 @@ def _test(name: str, model, config: dict, args: argparse.Namespace, test: dict) 
     if name == "no attention":
         predicted = decode_no_attention(model, test["source_ids"], max_decode)
     else:
-        translator = Translator(model, max_length=max_decode, jit_compile=args.jit)
+        translator = Translator(model, GreedySearch(max_decode), jit_compile=args.jit)
         predicted = translator(test["source_ids"])["ids"]
     seq, tok = score(predicted, test["labels"])
     return translator, seq, tok

@@ -47,6 +47,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.export import export_saved_model  # noqa: E402
 from keras_attention.models import Seq2Seq, Translator  # noqa: E402
 from keras_attention.text import pairs_dataset  # noqa: E402
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     train_src, train_tgt, train_dates = make_pairs(args.samples, args.seed)
     test_src, test_tgt, _ = make_pairs(max(20, args.samples // 20), args.seed + 1, train_dates)
     model, train_seconds = _train(args, train_src, train_tgt)
-    translator = Translator(model, max_length=MAX_LENGTH)
+    translator = Translator(model, GreedySearch(max_length=MAX_LENGTH))
     predictions = translator.translate(test_src)
     exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
     print(f"\ntrained {args.epochs} epochs in {train_seconds:.1f} s; test exact match "
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     export_saved_model(
         model,
         model_dir,
-        max_length=MAX_LENGTH,
+        translator.search,
         max_source_length=max_source_length,
         overwrite=True,
     )

@@ -39,6 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras
 import numpy as np
 
+from keras_attention.decoding import BeamSearch, GreedySearch
 from keras_attention.export import export_saved_model
 from keras_attention.models import Seq2Seq, Translator
 from keras_attention.text import normalize_text, pairs_dataset
@@ -296,7 +297,12 @@ def main(argv=None) -> dict:
         print(f"  {locale:6} {source!r} → {target!r}")
 
     model, resume, initial_epoch, train_seconds = train_model(args, output, train, validation)
-    translator = Translator(model, max_length=MAX_LENGTH, beam_width=args.beam_width)
+    search = (
+        BeamSearch(args.beam_width, max_length=MAX_LENGTH)
+        if args.beam_width > 1
+        else GreedySearch(max_length=MAX_LENGTH)
+    )
+    translator = Translator(model, search)
     predictions = translator.translate([row[0] for row in test])
     table, markdown = results_table(test, predictions)
     print(f"\ntest split ({len(test)} pairs of dates never seen in training):\n{markdown}")
@@ -307,9 +313,7 @@ def main(argv=None) -> dict:
 
     model_path, model_dir = output / "translator.keras", output / "serving" / "translator" / "1"
     model.save(model_path)
-    export_saved_model(
-        model, model_dir, max_length=MAX_LENGTH, beam_width=args.beam_width, overwrite=True
-    )
+    export_saved_model(translator, model_dir, overwrite=True)
     reloaded = translate_in_fresh_process(model_dir, queries) if queries else {"outputs": []}
     if queries:
         print("\nthe SavedModel, reloaded in a fresh process (TensorFlow + tensorflow-text only):")

@@ -44,6 +44,7 @@ import keras  # noqa: E402
 import keras_tuner  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.models import Translator  # noqa: E402
 from keras_attention.text import pairs_dataset  # noqa: E402
 from keras_attention.tuning import Seq2SeqHyperModel  # noqa: E402
@@ -270,7 +271,9 @@ def _check_best(tuner, model_path: Path, data: dict, config: dict) -> tuple:
         )
     )
     test_src, test_tgt = data["test_src"], data["test_tgt"]
-    translator = Translator(reloaded, max_length=MAX_LENGTH, jit_compile=config["jit_compile"])
+    translator = Translator(
+        reloaded, GreedySearch(max_length=MAX_LENGTH), jit_compile=config["jit_compile"]
+    )
     predictions = translator.translate(test_src)
     exact = float(np.mean([p == t for p, t in zip(predictions, test_tgt)]))
     examples = [

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import BeamSearch, GreedySearch, beam_search, greedy_search
 from keras_attention.models import Seq2Seq, Seq2SeqDecoder, Seq2SeqEncoder, Translator
 
 V_SRC, V_TGT = 13, 11
@@ -159,10 +159,16 @@ def test_the_generate_step_function_keeps_its_argument_checks(model, make, made_
 
 
 # ---------------------------------------------------------------- empty and padded inputs
+def _search(max_length: int, beam_width: int):
+    if beam_width == 1:
+        return GreedySearch(max_length)
+    return BeamSearch(beam_width, max_length=max_length)
+
+
 def test_empty_batch(model):
     assert tuple(model({"source_ids": SRC[:0], "target_ids": TGT[:0]}).shape) == (0, 3, V_TGT)
     for beam_width in (1, 2):
-        result = {k: _np(v) for k, v in model.generate(SRC[:0], 4, beam_width).items()}
+        result = {k: _np(v) for k, v in model.generate(SRC[:0], _search(4, beam_width)).items()}
         assert result["ids"].shape == (0, 4) and result["alignments"].shape == (0, 4, 4)
         assert result["scores"].shape == (0,)
         if beam_width > 1:
@@ -176,9 +182,9 @@ def test_an_empty_batch_has_the_keys_dtypes_and_trailing_shapes_of_a_full_one(mo
     # (issue 14); Translator's empty result lacked "alignments" and "normalized_scores".
     # A Translator's non-empty result is generate's, as NumPy (its compiled search is not run
     # here: tracing it costs seconds).
-    translator = Translator(model, max_length=2, beam_width=beam_width, jit_compile=False)
-    full = {k: _np(v) for k, v in model.generate(SRC, 2, beam_width).items()}
-    for empty in (model.generate(SRC[:0], 2, beam_width), translator(SRC[:0])):
+    translator = Translator(model, _search(2, beam_width), jit_compile=False)
+    full = {k: _np(v) for k, v in model.generate(SRC, _search(2, beam_width)).items()}
+    for empty in (model.generate(SRC[:0], _search(2, beam_width)), translator(SRC[:0])):
         empty = {k: _np(v) for k, v in empty.items()}
         assert sorted(empty) == sorted(full)
         for key, value in full.items():
@@ -193,8 +199,8 @@ def test_no_source_steps_is_one_padding_step(model):
     np.testing.assert_array_equal(logits, expected)
     assert np.all(np.isfinite(logits))
     for beam_width in (1, 2):
-        empty = {k: _np(v) for k, v in model.generate(SRC[:, :0], 4, beam_width).items()}
-        padded = {k: _np(v) for k, v in model.generate(padding, 4, beam_width).items()}
+        empty = {k: _np(v) for k, v in model.generate(SRC[:, :0], _search(4, beam_width)).items()}
+        padded = {k: _np(v) for k, v in model.generate(padding, _search(4, beam_width)).items()}
         assert empty["alignments"].shape == (2, 4, 0)
         np.testing.assert_array_equal(empty["ids"], padded["ids"])
 

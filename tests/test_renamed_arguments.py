@@ -33,7 +33,14 @@ from keras_attention import (
     LuongAttention,
     LuongAttentionCell,
 )
-from keras_attention.decoding import beam_search, greedy_search, sample_search
+from keras_attention.decoding import (
+    BeamSearch,
+    GreedySearch,
+    SampleSearch,
+    beam_search,
+    greedy_search,
+    sample_search,
+)
 from keras_attention.functional.sampling import check_sampling
 from keras_attention.models import Seq2Seq, Seq2SeqDecoder
 from tests.backend_utils import to_numpy
@@ -297,7 +304,7 @@ def test_fixtures_saved_with_attention_dim_load_silently(path):
 
 @pytest.mark.parametrize(
     "search",
-    [{}, {"beam_width": 2}, {"sample": True, "seed": 1}],
+    [GreedySearch(3), BeamSearch(2, max_length=3), SampleSearch(max_length=3, seed=1)],
     ids=["greedy", "beam", "sample"],
 )
 def test_package_paths_warn_about_nothing(search):
@@ -306,7 +313,7 @@ def test_package_paths_warn_about_nothing(search):
     model = Seq2Seq(12, 9, score_units=5, **_SEQ2SEQ)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        result = model.generate(_IDS["source_ids"], max_length=3, **search)
+        result = model.generate(_IDS["source_ids"], search)
     assert tuple(result["ids"].shape) == (2, 3)
 
 

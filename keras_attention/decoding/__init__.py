@@ -7,11 +7,14 @@ from keras_attention.decoding.beam_search import (
 )
 from keras_attention.decoding.greedy_search import greedy_search
 from keras_attention.decoding.sample_search import sample_search
-from keras_attention.decoding.search_config import SearchConfig
+from keras_attention.decoding.searches import BeamSearch, GreedySearch, SampleSearch, Search
 from keras_attention.decoding.step_fn import StepFunction, make_step_fn
 
 __all__ = [
-    "SearchConfig",
+    "BeamSearch",
+    "GreedySearch",
+    "SampleSearch",
+    "Search",
     "StepFunction",
     "beam_search",
     "gnmt_coverage_penalty",

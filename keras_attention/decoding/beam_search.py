@@ -9,7 +9,7 @@ from keras import ops
 
 from keras_attention._deprecation import SEARCH_RENAMES, renamed_arguments
 from keras_attention._validation import check_finite, check_int
-from keras_attention.decoding.search_config import check_coverage_penalty
+from keras_attention.decoding.searches import check_coverage_penalty
 from keras_attention.decoding.step_fn import (
     StepFn,
     call_step,

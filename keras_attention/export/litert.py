@@ -16,13 +16,8 @@ import keras
 
 __all__ = ["LiteRTConversionError", "export_litert"]
 
-#: `export_litert`'s defaults of the search keywords (its beam width is not `SearchConfig`'s).
-_KEYWORD_DEFAULTS = {
-    "max_length": 50,
-    "beam_width": 4,
-    "length_penalty": 0.6,
-    "coverage_penalty": 0.0,
-}
+#: `export_litert`'s defaults of the deprecated search keywords (its beam width was 4).
+_KEYWORD_DEFAULTS = {"max_length": 50, "beam_width": 4, "length_penalty": 0.6}
 
 
 class LiteRTConversionError(ValueError):
@@ -41,23 +36,20 @@ class LiteRTConversionError(ValueError):
 def export_litert(
     model: Any,
     path: str | os.PathLike,
+    search: Any = None,
+    *,
     source_length: int = 32,
-    max_length: int = 50,
-    beam_width: int = 4,
-    length_penalty: float = 0.6,
     batch_size: int = 1,
     greedy: bool = True,
     strings: bool = False,
     overwrite: bool = False,
-    coverage_penalty: float = 0.0,
-    *,
-    search: Any = None,
+    **deprecated: Any,
 ) -> dict:
     """Write a trained `Seq2Seq` (or a `Translator`) as a `.tflite` file with its searches.
 
     Signatures (run with `Interpreter(model_path=path).get_signature_runner(name)`):
 
-    - `"greedy"` (when `greedy=True`) and `"beam"` (when `beam_width > 1`): input
+    - `"greedy"` (when `greedy=True`) and `"beam"` (when the search is a `BeamSearch`): input
       `source_ids` int32 `[batch_size, source_length]` (0 = padding, the end token included,
       as `text` tokenizers' `tokenize(..., add_end=True)` makes it; right-pad shorter rows with
       0); outputs `ids` int32 `[batch_size, max_length]` (end token included, 0 after it),
@@ -74,7 +66,7 @@ def export_litert(
 
     Shapes are fixed at export: the converter lowers the recurrent loops' tensor lists to
     builtin ops only when every element shape is static. Each signature runs
-    `Seq2Seq.generate` with its `SearchConfig` (greedy search picks tokens with
+    `Seq2Seq.generate` with its search (greedy search picks tokens with
     `functional.sampling.argmax_tokens`, not Keras' float `argmax`, whose negative-zero fix is
     a `BitwiseAnd` LiteRT has no builtin for). Strings stay outside: the text
     tokenizers' string ops have no LiteRT builtins, so tokenize on the host (the vocabulary is
@@ -82,32 +74,27 @@ def export_litert(
 
     A graph the converter cannot lower raises `LiteRTConversionError` naming the ops.
 
-    The search is `search` (a `keras_attention.decoding.SearchConfig`), a `Translator`'s own
-    `search`, or the keywords `max_length`, `beam_width`, `length_penalty` and
-    `coverage_penalty`. A beam search writes the `"beam"` signature with all its options
-    (coverage penalty and `return_beams` included) and, with `greedy=True`, a `"greedy"`
-    one of the same `max_length`; a greedy search writes the `"greedy"` signature alone. A
-    search that samples is refused (`ValueError`): LiteRT gets greedy and beam search only.
+    The search is `search` (a `keras_attention.decoding` `BeamSearch` or `GreedySearch`) or a
+    `Translator`'s own. A `BeamSearch` writes the `"beam"` signature with all its options
+    (coverage penalty and `return_beams` included) and, with `greedy=True`, a `"greedy"` one
+    of the same `max_length`; a `GreedySearch` writes the `"greedy"` signature alone. A
+    `SampleSearch` is refused (`ValueError`): LiteRT gets greedy and beam search only.
 
     Args:
         model: A trained `keras_attention.models.Seq2Seq` or `Translator`.
         path: The `.tflite` file to write.
+        search: The search (see above). Defaults to `None`: a `Translator`'s search, else
+            `BeamSearch(4)` (`max_length=50`).
         source_length: The (padded) source length of the input. Defaults to `32`.
-        max_length: The most generated tokens, end token included. Defaults to `50`.
-        beam_width: Beams of the `"beam"` signature; `1` writes no beam signature. Defaults
-            to `4`.
-        length_penalty: GNMT alpha of the beam search. Defaults to `0.6`.
         batch_size: The batch size of the input. Defaults to `1` (one word at a time, the
             on-device case).
         greedy: Write the `"greedy"` signature. Defaults to `True`.
-        strings: Also write a `"translate"` signature on strings (beam search when
-            `beam_width > 1`). Defaults to `False`.
+        strings: Also write a `"translate"` signature on strings (with the search). Defaults
+            to `False`.
         overwrite: Replace an existing `path`. Defaults to `False` (a `FileExistsError`).
-        coverage_penalty: GNMT beta of the beam search; `0` is off. Defaults to `0.0`.
-        search: The search, instead of the keywords `max_length`, `beam_width`,
-            `length_penalty` and `coverage_penalty` (a keyword left at its default is not
-            read; one that disagrees with `search` is an error). Defaults to `None`: a
-            `Translator`'s search, else the keywords'.
+        **deprecated: The search keywords of 0.2 (`max_length`, `beam_width`,
+            `length_penalty`, `coverage_penalty`; `beam_width` defaulted to 4): they still
+            make the search, with a `DeprecationWarning`, until 0.4.0.
 
     Returns:
         A dict: `"path"`, `"bytes"` (the file size) and `"signatures"` (their names).
@@ -133,13 +120,7 @@ def export_litert(
         )
     source_length = check_int("source_length", source_length, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    keywords = {
-        "max_length": max_length,
-        "beam_width": beam_width,
-        "length_penalty": length_penalty,
-        "coverage_penalty": coverage_penalty,
-    }
-    search, searches = _litert_searches(search, keywords, greedy)
+    search, searches = _litert_searches(search, deprecated, greedy)
     source_tok, target_tok = model.source_tokenizer, model.target_tokenizer
     if strings and (source_tok is None or target_tok is None):
         raise ValueError(
@@ -161,27 +142,29 @@ def export_litert(
     return {"path": path, "bytes": len(flatbuffer), "signatures": names}
 
 
-def _litert_searches(search: Any, keywords: dict, greedy: bool) -> tuple:
-    """`(search, searches)`: the export's search from `search` or the keywords, checked, and
-    the signatures' searches by name (`"greedy"`, `"beam"`)."""
-    from keras_attention.decoding import SearchConfig
-    from keras_attention.decoding.search_config import resolve_search
+def _litert_searches(search: Any, deprecated: dict, greedy: bool) -> tuple:
+    """`(search, searches)`: the export's search from `search` or the deprecated keywords,
+    checked, and the signatures' searches by name (`"greedy"`, `"beam"`)."""
+    from keras_attention.decoding.searches import BeamSearch, GreedySearch, take_search_keywords
 
-    search = resolve_search(search, keywords, defaults=_KEYWORD_DEFAULTS)
-    if search.sample:
+    search = take_search_keywords(
+        "export_litert", deprecated, search, BeamSearch(4), _KEYWORD_DEFAULTS, stacklevel=3
+    )
+    if search.kind == "sample":
         raise ValueError(
             "export_litert writes greedy and beam search; sampling is not exported to LiteRT "
             "(export_saved_model has `sample` signatures). Received: "
             f"search={search!r}"
         )
-    if not greedy and search.beam_width == 1:
+    if not greedy and search.kind == "greedy":
         raise ValueError(
-            "Nothing to export: greedy=False and beam_width=1. Received: greedy=False, beam_width=1"
+            "Nothing to export: greedy=False and a GreedySearch. Received: greedy=False, "
+            f"search={search!r}"
         )
     searches = {}
     if greedy:
-        searches["greedy"] = SearchConfig(max_length=search.max_length)
-    if search.beam_width > 1:
+        searches["greedy"] = GreedySearch(search.max_length)
+    if search.kind == "beam":
         searches["beam"] = search
     return search, searches
 
@@ -201,7 +184,7 @@ def _search_module(
     def run(source_ids, search):
         result = model.generate(source_ids, search=search)
         keys = ["ids", "scores", "lengths"]
-        if search.return_beams:
+        if search.kind == "beam" and search.return_beams:
             keys += [key for key in BEAM_RESULT_KEYS if key != "normalized_scores"]
         return {k: result[k] for k in keys}
 
@@ -221,7 +204,7 @@ def _search_module(
             ids = tf.cast(source_tok.tokenize(inputs, add_end=True), tf.int32)
             ids = tf.pad(ids, [[0, 0], [0, source_length - tf.shape(ids)[1]]])
             ids = tf.reshape(ids[:, :source_length], [batch_size, source_length])
-            result = run(ids, strings_search)  # (with beam_width=1, the search is greedy)
+            result = run(ids, strings_search)
             return {"outputs": target_tok.detokenize(result["ids"]), "scores": result["scores"]}
 
         module.translate = tf.function(translate)
@@ -251,7 +234,7 @@ def _convert(module: Any, signatures: dict, model: Any) -> bytes:
 
 def _closure(run, search):
     """`run(source_ids, search)` as a function of `source_ids` alone: a SavedModel cannot
-    encode a `SearchConfig` among a function's arguments (nor a default or a partial's)."""
+    encode a search among a function's arguments (nor a default or a partial's)."""
     return lambda source_ids: run(source_ids, search)
 
 

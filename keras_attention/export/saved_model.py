@@ -27,23 +27,15 @@ BYTES_PER_TOKEN = 8
 def export_saved_model(
     model: Any,
     path: str | os.PathLike,
-    max_length: int = 50,
-    beam_width: int = 1,
-    length_penalty: float = 0.6,
-    coverage_penalty: float = 0.0,
-    return_beams: bool = False,
-    sample: bool = False,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    search: Any = None,
+    *,
     source_tokenizer: Any = None,
     target_tokenizer: Any = None,
     overwrite: bool = False,
     jit_compile: bool = False,
     verbose: bool = False,
     max_source_length: int | None = DEFAULT_MAX_SOURCE_LENGTH,
-    *,
-    search: Any = None,
+    **deprecated: Any,
 ) -> str:
     """Write a trained `Seq2Seq` (or a `Translator`) as a SavedModel with two to four signatures.
 
@@ -51,21 +43,21 @@ def export_saved_model(
       token included as `text` tokenizers' `tokenize(..., add_end=True)` makes it); outputs
       `ids` int32 `[batch, max_length]` (end token included, 0 after it), `scores` float32
       `[batch]` (sum of log-probabilities), `lengths` int32 `[batch]` and `alignments` float32
-      `[batch, max_length, length]`. With `return_beams` (beam search) also the n-best list:
+      `[batch, max_length, length]`. With a `BeamSearch(return_beams=True)` also the n-best list:
       `beam_ids` `[batch, K, max_length]`, `beam_scores`, `beam_normalized_scores` and
       `beam_lengths` `[batch, K]`, best first.
     - `translate` (when both tokenizers are known): input `inputs` (string `[batch]`); outputs
       `outputs` (string `[batch]`), `scores` and `lengths` (and `beam_outputs` `[batch, K]`
       with `return_beams`). Tokenization runs in the graph; unseen characters/words become the
       unknown token, empty strings decode normally.
-    - `sample` (with `sample=True`): inputs `source_ids` and `seed` (int32 scalar); the
+    - `sample` (with a `SampleSearch`): inputs `source_ids` and `seed` (int32 scalar); the
       outputs of a greedy `serving_default`, drawn by `sample_search` with the `temperature`,
       `top_k` and `top_p` fixed at export. The same seed gives the same ids on one device.
-    - `sample_translate` (with `sample=True` and both tokenizers): inputs `inputs` and
+    - `sample_translate` (with a `SampleSearch` and both tokenizers): inputs `inputs` and
       `seed`; outputs `outputs`, `scores`, `lengths`.
 
     Batch size and source length are variable, the source length up to `max_source_length`.
-    The search is greedy (`beam_width=1`) or beam search, with `max_length` fixed at export
+    The search of `serving_default` is greedy or beam search, with `max_length` fixed at export
     time (at most `Translator`'s ceiling, 4096). After writing, the op list of the saved
     graphs is checked for `FORBIDDEN_OPS`.
 
@@ -89,29 +81,22 @@ def export_saved_model(
     `text.WordpieceTokenizer` export needs `import tensorflow_text` before
     `tf.saved_model.load` (TF Serving's standard image includes the tf-text ops).
 
-    The searches come from `search` (a `keras_attention.decoding.SearchConfig`, or a list of
-    one that samples and one that does not), from a `Translator`'s own `search`, or from the
-    keywords below (which keep their meaning: with `sample=True` the beam options make
-    `serving_default` and the sampling options the `sample` signatures). A search that
-    samples gives the `sample` signatures; `serving_default` and `translate` then run greedy
-    search of the same `max_length`. A `Translator` is exported with its whole search, its
-    tokenizers (unless given here) and its model; how the export runs (`jit_compile`,
-    `max_source_length`) is this call's, and the seed of a `sample` signature is its input
-    (the search's `seed` seeds a `Translator`'s calls, not an export).
+    The searches are `search`: one `keras_attention.decoding` search (`GreedySearch`,
+    `BeamSearch` or `SampleSearch`) or a list of two, a `SampleSearch` and one that does not
+    sample. A `SampleSearch` gives the `sample` signatures; `serving_default` and `translate`
+    then run the other search, or greedy search of the same `max_length`. A `Translator` is
+    exported with its whole search, its tokenizers (unless given here) and its model; how the
+    export runs (`jit_compile`, `max_source_length`) is this call's, and the seed of a
+    `sample` signature is its input (a `SampleSearch`'s `seed` seeds a `Translator`'s calls,
+    not an export). The search keywords of 0.2 (`max_length=`, `beam_width=`, `sample=`, ...)
+    still work until 0.4.0, with a `DeprecationWarning`: with `sample=True` the beam options
+    make `serving_default` and the sampling options the `sample` signatures, as they did.
 
     Args:
         model: A `keras_attention.models.Seq2Seq` or `Translator`.
         path: The export directory.
-        max_length: The most generated tokens. Defaults to `50`.
-        beam_width: `1` = greedy. Defaults to `1`.
-        length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
-        coverage_penalty: GNMT beta for beam search. Defaults to `0.0` (off).
-        return_beams: Add the n-best list to `serving_default` (and `translate`); needs
-            `beam_width > 1`. Defaults to `False`.
-        sample: Add the `sample` signatures. Defaults to `False`.
-        temperature: Their sampling temperature. Defaults to `1.0`.
-        top_k: Their top-k. Defaults to `None`.
-        top_p: Their nucleus mass. Defaults to `None`.
+        search: The searches (see above). Defaults to `None`: a `Translator`'s search, else
+            `GreedySearch()` (`max_length=50`).
         source_tokenizer: Defaults to the model's (or the `Translator`'s).
         target_tokenizer: Defaults to the model's (or the `Translator`'s).
         overwrite: Replace an existing `path`. Defaults to `False` (a `FileExistsError`).
@@ -120,9 +105,7 @@ def export_saved_model(
         verbose: Let Keras print the exported variables. Defaults to `False`.
         max_source_length: The most source tokens a request may have (see above), or `None`
             for no limit. Defaults to `DEFAULT_MAX_SOURCE_LENGTH` (1024).
-        search: The searches, instead of the keywords `max_length` to `top_p` (a keyword
-            left at its default is not read; one that disagrees with `search` is an error).
-            Defaults to `None`: a `Translator`'s search, else the keywords'.
+        **deprecated: The search keywords of 0.2 (see above).
 
     Returns:
         The export path as a string.
@@ -135,23 +118,12 @@ def export_saved_model(
             "export_saved_model needs the TensorFlow backend (KERAS_BACKEND=tensorflow). "
             f"Received backend: {keras.backend.backend()}"
         )
-    keywords = {
-        "max_length": max_length,
-        "beam_width": beam_width,
-        "length_penalty": length_penalty,
-        "coverage_penalty": coverage_penalty,
-        "return_beams": return_beams,
-        "sample": sample,
-        "temperature": temperature,
-        "top_k": top_k,
-        "top_p": top_p,
-    }
     if isinstance(model, Translator):  # its search, tokenizers and model; this call's execution
         search = model.search if search is None else search
         source_tokenizer = model.source_tokenizer if source_tokenizer is None else source_tokenizer
         target_tokenizer = model.target_tokenizer if target_tokenizer is None else target_tokenizer
         model = model.model
-    searching, sampling = _export_searches(search, keywords)
+    searching, sampling = _export_searches(search, deprecated)
     max_source_length = check_int("max_source_length", max_source_length, 1, allow_none=True)
     translator, sampler = _export_translators(
         model, searching, sampling, source_tokenizer, target_tokenizer, jit_compile
@@ -184,9 +156,7 @@ def _export_translators(
         source_tokenizer=source_tokenizer,
         target_tokenizer=target_tokenizer,
     )
-    sampler = (
-        None if sampling is None else Translator(model, search=sampling, jit_compile=jit_compile)
-    )
+    sampler = None if sampling is None else Translator(model, sampling, jit_compile=jit_compile)
     return translator, sampler
 
 
@@ -224,7 +194,7 @@ def _export_archive(
     archive = keras.export.ExportArchive()
     archive.track(translator.model)
     search = _search_function(
-        translator, translator.search.return_beams, max_source_length, jit_compile
+        translator, _returns_beams(translator.search), max_source_length, jit_compile
     )
     archive.add_endpoint("serving_default", search, input_signature=[ids_spec])
     if sampler is not None:
@@ -322,52 +292,52 @@ def _strings_of(translator: Any, max_source_length, search, inputs, *seed) -> di
     }
     if "beam_ids" in result:
         beams = result["beam_ids"]
-        flat = tf.reshape(beams, [-1, translator.max_length])
+        flat = tf.reshape(beams, [-1, translator.search.max_length])
         outputs["beam_outputs"] = tf.reshape(
-            target_tok.detokenize(flat), [-1, translator.beam_width]
+            target_tok.detokenize(flat), [-1, translator.search.beam_width]
         )
     return outputs
 
 
-def _export_searches(search: Any, keywords: dict) -> tuple:
-    """`(searching, sampling)`: the `SearchConfig` of `serving_default` / `translate` and that
-    of the `sample` signatures (or `None`).
-
-    `search` is one `SearchConfig` or a list of up to two, one that samples and one that does
-    not; a single sampling config gets greedy `serving_default` / `translate` signatures of
-    its `max_length`. Without `search` the keywords make them: with `sample=True` the beam
-    options (`beam_width`, the penalties, `return_beams`) make the one and the sampling
-    options (`temperature`, `top_k`, `top_p`) the other, as before `SearchConfig`."""
-    from keras_attention.decoding.search_config import (
-        SearchConfig,
-        given_keywords,
-        resolve_search,
+def _export_searches(search: Any, deprecated: dict) -> tuple:
+    """`(searching, sampling)`: the search of `serving_default` / `translate` and that of the
+    `sample` signatures (or `None`), from `search` (one search or a list of two) or from the
+    deprecated keywords (`sample=True` with beam options: the two searches of 0.2)."""
+    from keras_attention.decoding.searches import (
+        KEYWORD_DEFAULTS,
+        GreedySearch,
+        Search,
+        take_search_keywords,
     )
 
-    if isinstance(search, (list, tuple)):
-        given = given_keywords(keywords)
-        if given:
+    unknown = sorted(set(deprecated) - set(KEYWORD_DEFAULTS))
+    if unknown:
+        raise TypeError(f"export_saved_model() got an unexpected keyword argument {unknown[0]!r}")
+    name = "export_saved_model"
+    if deprecated.get("sample") and search is None:  # 0.2: beam options + sampling options
+        sampling_names = ("sample", "temperature", "top_k", "top_p", "seed")
+        beam = {k: v for k, v in deprecated.items() if k not in sampling_names}
+        sampling = {k: v for k, v in deprecated.items() if k in sampling_names}
+        sampling["max_length"] = deprecated.get("max_length", KEYWORD_DEFAULTS["max_length"])
+        search = [take_search_keywords(name, sampling, None, None, stacklevel=3)]
+        if set(beam) - {"max_length"}:
+            search.insert(0, take_search_keywords(name, beam, None, None, stacklevel=3))
+    elif isinstance(search, (list, tuple)):
+        if deprecated:
+            option = next(iter(deprecated))
             raise ValueError(
-                f"`{given[0]}` given beside a list of searches: put the options in the "
-                f"SearchConfigs. Received: {given[0]}={keywords[given[0]]!r}, search={search!r}"
+                f"`{option}` given beside a list of searches: put the options in the searches. "
+                f"Received: {option}={deprecated[option]!r}, search={search!r}"
             )
-        configs = list(search)
-        if not 1 <= len(configs) <= 2 or not all(isinstance(c, SearchConfig) for c in configs):
-            raise ValueError(
-                "`search` must be a SearchConfig or a list of one or two (one sampling, one "
-                f"not). Received: search={search!r}"
-            )
-    elif search is None and keywords["sample"]:
-        beam = ("beam_width", "length_penalty", "coverage_penalty", "return_beams")
-        sampling = ("sample", "temperature", "top_k", "top_p")
-        configs = [
-            SearchConfig(max_length=keywords["max_length"], **{k: keywords[k] for k in beam}),
-            SearchConfig(max_length=keywords["max_length"], **{k: keywords[k] for k in sampling}),
-        ]
     else:
-        configs = [resolve_search(search, keywords)]
-    samplers = [c for c in configs if c.sample]
-    others = [c for c in configs if not c.sample]
+        search = [take_search_keywords(name, deprecated, search, GreedySearch(), stacklevel=3)]
+    if not 1 <= len(search) <= 2 or not all(isinstance(c, Search) for c in search):
+        raise ValueError(
+            "`search` must be a search or a list of two (a SampleSearch and one that does not "
+            f"sample). Received: search={search!r}"
+        )
+    samplers = [c for c in search if c.kind == "sample"]
+    others = [c for c in search if c.kind != "sample"]
     if len(samplers) > 1 or len(others) > 1:
         raise ValueError(
             "An export holds one search of each kind: `serving_default` runs the one that does "
@@ -375,8 +345,13 @@ def _export_searches(search: Any, keywords: dict) -> tuple:
             f"search={search!r}"
         )
     sampling = samplers[0] if samplers else None
-    searching = others[0] if others else SearchConfig(max_length=sampling.max_length)
+    searching = others[0] if others else GreedySearch(sampling.max_length)
     return searching, sampling
+
+
+def _returns_beams(search: Any) -> bool:
+    """Whether an export's `serving_default` returns the n-best list (`return_beams`)."""
+    return search.kind == "beam" and search.return_beams
 
 
 def _checked_rank(x, rank: int, name: str):

@@ -9,7 +9,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_attention.decoding.search_config import SearchConfig
+from keras_attention.decoding.searches import Search
 from keras_attention.decoding.step_fn import StepFunction
 from keras_attention.models.seq2seq import Seq2Seq, _split_inputs
 
@@ -45,10 +45,11 @@ class Seq2SeqEnsemble(keras.Model):
     Example:
 
     >>> import numpy as np
+    >>> from keras_attention.decoding import BeamSearch
     >>> from keras_attention.models import Seq2Seq, Translator
     >>> members = [Seq2Seq(12, 9, units=8, rnn="gru"), Seq2Seq(12, 9, units=16)]
     >>> ensemble = Seq2SeqEnsemble(members)
-    >>> result = Translator(ensemble, max_length=4, beam_width=2, jit_compile=False)(
+    >>> result = Translator(ensemble, BeamSearch(2, max_length=4), jit_compile=False)(
     ...     np.array([[5, 6, 3]]))
     >>> result["ids"].shape
     (1, 4)
@@ -138,16 +139,16 @@ class Seq2SeqEnsemble(keras.Model):
             complete_state=complete_state,
         )
 
-    def generate(self, source_ids, *args, search: SearchConfig | None = None, **kwargs) -> dict:
+    def generate(self, source_ids, search: Search | None = None, **kwargs) -> dict:
         """`Seq2Seq.generate` (the same arguments and search code) over the ensemble's steps."""
-        return Seq2Seq.generate(self, source_ids, *args, search=search, **kwargs)
+        return Seq2Seq.generate(self, source_ids, search, **kwargs)
 
-    def _search(self, source_ids, search: SearchConfig, seed: Any, top_k_method: str) -> dict:
+    def _search(self, source_ids, search: Search, seed: Any, top_k_method: str) -> dict:
         return Seq2Seq._search(self, source_ids, search, seed, top_k_method)
 
-    def translate(self, texts, max_length: int = 50, beam_width: int = 1, n_best=None, **kwargs):
+    def translate(self, texts, search: Search | None = None, n_best=None, **kwargs):
         """`Seq2Seq.translate`: strings to strings with the first member's tokenizers."""
-        return Seq2Seq.translate(self, texts, max_length, beam_width, n_best, **kwargs)
+        return Seq2Seq.translate(self, texts, search, n_best, **kwargs)
 
     # ---------------------------------------------------------------- serialization
     def get_config(self) -> dict:

@@ -13,7 +13,12 @@ from keras_attention._deprecation import rename_config_key, take_renamed
 from keras_attention._validation import check_int
 from keras_attention.decoding import beam_search, greedy_search, sample_search
 from keras_attention.decoding.results import empty_search_result
-from keras_attention.decoding.search_config import SearchConfig, resolve_search
+from keras_attention.decoding.searches import (
+    KEYWORD_DEFAULTS,
+    GreedySearch,
+    Search,
+    take_search_keywords,
+)
 from keras_attention.decoding.step_fn import check_tokens
 from keras_attention.models._distribute import MultiWorkerMixin
 from keras_attention.models._inputs import (
@@ -109,7 +114,8 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     ...                 "target_ids": np.array([[2, 7, 8]])})
     >>> tuple(logits.shape)
     (1, 3, 9)
-    >>> result = model.generate(np.array([[5, 6, 3, 0]]), max_length=4)
+    >>> from keras_attention.decoding import GreedySearch
+    >>> result = model.generate(np.array([[5, 6, 3, 0]]), GreedySearch(max_length=4))
     >>> tuple(result["ids"].shape), tuple(result["alignments"].shape)
     ((1, 4), (1, 4, 4))
     """
@@ -359,29 +365,21 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     def generate(
         self,
         source_ids,
-        max_length: int = 50,
-        beam_width: int = 1,
-        length_penalty: float = 0.6,
-        coverage_penalty: float = 0.0,
-        sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
+        search: Search | None = None,
+        *,
         seed: Any = None,
         top_k_method: str = "auto",
-        *,
-        search: SearchConfig | None = None,
+        **deprecated: Any,
     ) -> dict:
-        """Decode source ids `[B, S]` (0 = padding) to target ids.
+        """Decode source ids `[B, S]` (0 = padding) to target ids with `search`.
 
-        The search is `search` (a `keras_attention.decoding.SearchConfig`) or the one the
-        keywords describe (the same options; give each once: a keyword that disagrees with
-        `search` is an error). Greedy search when `beam_width == 1`, beam search with the GNMT
-        length and coverage penalties when it is more, sampling (`sample=True`, with
-        `temperature`, `top_k`, `top_p`, `seed` and `top_k_method` as in
-        `keras_attention.decoding.sample_search`) instead of greedy. `seed` is this call's
-        seed (a Python int or an int32 tensor) and wins over the config's; `top_k_method` is
-        how the draw runs, not what it draws, so it is not part of the config.
+        `search` is a `keras_attention.decoding` search: `GreedySearch` (the default, of
+        `max_length=50`), `BeamSearch` (GNMT length and coverage penalties) or `SampleSearch`
+        (temperature, top-k, top-p). `seed` is this call's seed when sampling (a Python int or
+        an int32 tensor) and wins over the search's; `top_k_method` is how the draw finds its
+        top-k cut (`keras_attention.decoding.sample_search`), not what it draws. The search
+        keywords of 0.2 (`max_length=`, `beam_width=`, `sample=`, ...) still work, with a
+        `DeprecationWarning` showing the search to pass instead, until 0.4.0.
         The padding id 0 and `start_id` are never generated (their logits are masked: 0 in the
         output means "after the end"). Traceable: `Translator` runs it under
         `tf.function(jit_compile=True)` on TensorFlow and `jax.jit` on JAX (pass `seed` as a
@@ -399,17 +397,7 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             `"scores"` `[B]`, `"lengths"` `[B]`, `"alignments"` `[B, max_length, S]` (and the
             beam search's extra entries).
         """
-        keywords = {
-            "max_length": max_length,
-            "beam_width": beam_width,
-            "length_penalty": length_penalty,
-            "coverage_penalty": coverage_penalty,
-            "sample": sample,
-            "temperature": temperature,
-            "top_k": top_k,
-            "top_p": top_p,
-        }
-        search = resolve_search(search, keywords)
+        search = take_search_keywords("generate", deprecated, search, GreedySearch())
         if isinstance(source_ids, (np.ndarray, list, tuple)):  # host data: check the ids now
             source_ids = check_host_source_ids(source_ids, self.source_vocabulary_size, self.oov_id)
         source_ids = ops.convert_to_tensor(source_ids)
@@ -423,13 +411,16 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         if source_ids.shape[0] == 0:
             return empty_search_result(search.max_length, search.beam_width, source_ids.shape[1])
         result = self._search(
-            source_ids, search, search.seed if seed is None else seed, top_k_method
+            source_ids,
+            search,
+            getattr(search, "seed", None) if seed is None else seed,
+            top_k_method,
         )
         if source_ids.shape[1] == 0:  # decoded from one padding step: no source positions
             result["alignments"] = result["alignments"][..., :0]
         return result
 
-    def _search(self, source_ids, search: SearchConfig, seed: Any, top_k_method: str) -> dict:
+    def _search(self, source_ids, search: Search, seed: Any, top_k_method: str) -> dict:
         """Encode, make the step function, run the search `search` names: the one copy of
         that glue (`generate`, and through it `Translator` and both exports)."""
         memory, memory_mask, state = self.encode(source_ids)
@@ -458,18 +449,15 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         )
 
     def translate(
-        self,
-        texts,
-        max_length: int = 50,
-        beam_width: int = 1,
-        n_best: int | None = None,
-        **kwargs,
+        self, texts, search: Search | None = None, n_best: int | None = None, **kwargs: Any
     ) -> list:
-        """Strings to strings with the model's tokenizers, through a new `Translator` (which
-        compiles its search on first use; `kwargs` are its arguments): keep a `Translator` for
-        repeated calls. `n_best=k` returns k strings per input (see `Translator.translate`)."""
-        translator = Translator(self, max_length=max_length, beam_width=beam_width, **kwargs)
-        return translator.translate(texts, n_best=n_best)
+        """Strings to strings with the model's tokenizers and `search` (default
+        `GreedySearch()`), through a new `Translator` (which compiles its search on first
+        use; `kwargs` are its other arguments): keep a `Translator` for repeated calls.
+        `n_best=k` returns k strings per input (see `Translator.translate`)."""
+        search_keywords = {k: kwargs.pop(k) for k in list(kwargs) if k in KEYWORD_DEFAULTS}
+        search = take_search_keywords("translate", search_keywords, search, GreedySearch())
+        return Translator(self, search, **kwargs).translate(texts, n_best=n_best)
 
     # ---------------------------------------------------------------- distribution
     @staticmethod

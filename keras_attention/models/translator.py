@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import keras
 import numpy as np
 from keras import ops
 
+from keras_attention._deprecation import REMOVAL
 from keras_attention._validation import check_int, is_flag
 from keras_attention.decoding.results import empty_search_result
-from keras_attention.decoding.search_config import SearchConfig, resolve_search
+from keras_attention.decoding.searches import (
+    KEYWORD_DEFAULTS,
+    GreedySearch,
+    Search,
+    take_search_keywords,
+)
 from keras_attention.functional.sampling import check_sampling, check_seed
 from keras_attention.models._inputs import check_host_source_ids, check_tokenizer
 
@@ -31,24 +38,15 @@ class Translator:
     not change).
 
     Args:
-        model: A trained (or reloaded) `Seq2Seq`.
-        max_length: The most target tokens generated, the end token included, at most
-            `MAX_LENGTH_LIMIT` (4096). Defaults to `50`.
-        beam_width: `1` for greedy search, more for beam search. Defaults to `1`.
-        length_penalty: GNMT alpha for beam search. Defaults to `0.6`.
-        coverage_penalty: GNMT beta for beam search (tfa's `coverage_penalty_weight`); `0` is
-            off. Defaults to `0.0`.
-        sample: Sample instead of the greedy argmax (`keras_attention.decoding.sample_search`;
-            needs `beam_width=1`). Defaults to `False`.
-        temperature: Sampling temperature, in [1e-4, 1e6]
-            (`functional.sampling.check_sampling`). Defaults to `1.0`.
-        top_k: Sample among the k most probable tokens, at most the target vocabulary.
-            Defaults to `None` (all).
-        top_p: Nucleus sampling mass in [1e-6, 1]. Defaults to `None` (all).
-        seed: An integer in [0, 2**31). With `sample`, seeds the stream of per-call seeds
-            (each call draws the next one from `np.random.default_rng(seed)`), so a new
-            Translator with the same seed repeats its outputs call for call; `None` draws
-            fresh ones. A call's own `seed=` wins. Defaults to `None`.
+        model: A trained (or reloaded) `Seq2Seq` (or `Seq2SeqEnsemble`).
+        search: The search, a `keras_attention.decoding` `GreedySearch`, `BeamSearch` or
+            `SampleSearch`, its `max_length` at most `MAX_LENGTH_LIMIT` (4096) and a
+            `SampleSearch`'s `top_k` at most the target vocabulary. A `SampleSearch`'s `seed`
+            seeds the stream of per-call seeds (each call draws the next one from
+            `np.random.default_rng(seed)`), so a new Translator with the same search repeats
+            its outputs call for call; a call's own `seed=` wins. Kept as
+            `translator.search`; `export_saved_model` and `export_litert` take it from there
+            whole. Defaults to `GreedySearch()` (`max_length=50`).
         jit_compile: Compile the search with XLA: `True`, `False` or `"auto"` (XLA on the
             TensorFlow and JAX backends, eager on PyTorch, where `True` is an error: XLA
             needs TensorFlow or JAX). Defaults to `"auto"`.
@@ -56,65 +54,46 @@ class Translator:
             Defaults to `16`.
         source_tokenizer: Defaults to the model's.
         target_tokenizer: Defaults to the model's.
-        search: The search options above (`max_length` to `seed`) as one
-            `keras_attention.decoding.SearchConfig`, instead of the keywords (give each option
-            once: a keyword that disagrees with `search` is an error). The Translator keeps it
-            as `translator.search`, and `export_saved_model` / `export_litert` take it from
-            there whole. Defaults to `None` (the keywords make it).
+        **deprecated: The search keywords of 0.2 (`max_length`, `beam_width`,
+            `length_penalty`, `coverage_penalty`, `sample`, `temperature`, `top_k`, `top_p`,
+            `seed`): they still make the search, with a `DeprecationWarning` showing the
+            `search=` to pass instead, until 0.4.0.
 
     Example:
 
     >>> import numpy as np
+    >>> from keras_attention.decoding import GreedySearch, SampleSearch
     >>> from keras_attention.models import Seq2Seq
-    >>> translator = Translator(Seq2Seq(12, 9, units=16), max_length=5, jit_compile=False)
+    >>> model = Seq2Seq(12, 9, units=16)
+    >>> translator = Translator(model, GreedySearch(max_length=5), jit_compile=False)
     >>> result = translator(np.array([[5, 6, 3], [4, 3, 0]]))
     >>> result["ids"].shape, result["alignments"].shape
     ((2, 5), (2, 5, 3))
-    >>> sampler = Translator(translator.model, max_length=5, sample=True, top_k=3,
-    ...                      jit_compile=False)
+    >>> sampler = Translator(model, SampleSearch(max_length=5, top_k=3), jit_compile=False)
     >>> bool((sampler(np.array([[5, 6, 3]]), seed=1)["ids"]
     ...       == sampler(np.array([[5, 6, 3]]), seed=1)["ids"]).all())
     True
     >>> sampler.search
-    SearchConfig(max_length=5, sample=True, top_k=3)
+    SampleSearch(max_length=5, top_k=3)
     """
 
     def __init__(
         self,
         model: Any,
-        max_length: int = 50,
-        beam_width: int = 1,
-        length_penalty: float = 0.6,
-        coverage_penalty: float = 0.0,
-        sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
+        search: Search | None = None,
+        *,
         jit_compile: bool | str = "auto",
         pad_to_multiple: int = 16,
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
-        *,
-        search: SearchConfig | None = None,
+        **deprecated: Any,
     ) -> None:
         if not _is_seq2seq(model):
             raise TypeError(
                 f"`model` must be a keras_attention Seq2Seq model. Received: model={model!r}"
             )
         self.model = model
-        keywords = {
-            "max_length": max_length,
-            "beam_width": beam_width,
-            "length_penalty": length_penalty,
-            "coverage_penalty": coverage_penalty,
-            "sample": sample,
-            "temperature": temperature,
-            "top_k": top_k,
-            "top_p": top_p,
-            "seed": seed,
-        }
-        search = resolve_search(search, keywords)
+        search = take_search_keywords("Translator", deprecated, search, GreedySearch())
         if search.max_length > MAX_LENGTH_LIMIT:
             raise ValueError(
                 f"`max_length` must be at most {MAX_LENGTH_LIMIT} in a Translator or an export: "
@@ -122,10 +101,12 @@ class Translator:
                 "and the alignments grow as max_length x source length); call "
                 f"`Seq2Seq.generate` for longer outputs. Received: max_length={search.max_length!r}"
             )
-        # `top_k` against the vocabulary: the one check a SearchConfig cannot make alone.
-        check_sampling(search.temperature, search.top_k, search.top_p, model.target_vocabulary_size)
+        if search.kind == "sample":  # `top_k` against the vocabulary: known here only
+            check_sampling(
+                search.temperature, search.top_k, search.top_p, model.target_vocabulary_size
+            )
         self._search = search
-        self._seeds = np.random.default_rng(search.seed)
+        self._seeds = np.random.default_rng(getattr(search, "seed", None))
         self.pad_to_multiple = check_int("pad_to_multiple", pad_to_multiple, minimum=1)
         self.source_tokenizer = check_tokenizer(
             "source_tokenizer",
@@ -141,27 +122,30 @@ class Translator:
         self._compiled = None
 
     @property
-    def search(self) -> SearchConfig:
-        """The `keras_attention.decoding.SearchConfig` this Translator decodes with (read-only:
-        the compiled search is traced with it; make a new Translator for another)."""
+    def search(self) -> Search:
+        """The `keras_attention.decoding` search this Translator decodes with (read-only: the
+        compiled search is traced with it; make a new Translator for another)."""
         return self._search
 
-    # The search's options, read from `search` (the names of the constructor's keywords).
-    max_length = property(lambda self: self._search.max_length)
-    beam_width = property(lambda self: self._search.beam_width)
-    length_penalty = property(lambda self: self._search.length_penalty)
-    coverage_penalty = property(lambda self: self._search.coverage_penalty)
-    sample = property(lambda self: self._search.sample)
-    temperature = property(lambda self: self._search.temperature)
-    top_k = property(lambda self: self._search.top_k)
-    top_p = property(lambda self: self._search.top_p)
-    seed = property(lambda self: self._search.seed)
+    def __getattr__(self, name: str) -> Any:
+        # 0.2's mirrors of the search options (`translator.beam_width`, ...): read from
+        # `search` with a `DeprecationWarning` (an option the search's kind lacks reads as the
+        # old keyword's default, as it did).
+        if name in KEYWORD_DEFAULTS and name != "return_beams" and "_search" in self.__dict__:
+            warnings.warn(
+                f"Translator.{name} is deprecated: read translator.search.{name} (the search "
+                f"is one value now). The attribute will be removed in keras_attention {REMOVAL}.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(self._search, name, KEYWORD_DEFAULTS[name])
+        raise AttributeError(f"'Translator' object has no attribute {name!r}")
 
     def generate(self, source_ids, seed=0) -> dict:
         """The search on `[B, S]` ids as backend tensors (traceable; what exports call).
         `seed` (an int or an int32 scalar tensor) is used when sampling."""
         return self.model.generate(
-            source_ids, seed=seed, top_k_method=self.top_k_method, search=self._search
+            source_ids, self._search, seed=seed, top_k_method=self.top_k_method
         )
 
     @property
@@ -221,7 +205,7 @@ class Translator:
         )
         batch, length = source_ids.shape
         if batch == 0:  # the keys of a non-empty result, zero rows
-            empty = empty_search_result(self.max_length, self.beam_width, length)
+            empty = empty_search_result(self._search.max_length, self._search.beam_width, length)
             return {k: ops.convert_to_numpy(v) for k, v in empty.items()}
         # XLA compiles one program per shape: round lengths up. Without XLA, pad only to 1.
         multiple = self.pad_to_multiple if self.jit_compile else 1
@@ -238,10 +222,10 @@ class Translator:
         `n_best=k` (beam search, `k <= beam_width`) a list of k strings per input, best first."""
         if n_best is not None:
             n_best = check_int("n_best", n_best, minimum=1)
-            if n_best > self.beam_width:
+            if n_best > self._search.beam_width:
                 raise ValueError(
-                    f"`n_best` must be at most the beam width ({self.beam_width}): beam search "
-                    f"keeps that many hypotheses. Received: n_best={n_best}"
+                    f"`n_best` must be at most the beam width ({self._search.beam_width}): "
+                    f"beam search keeps that many hypotheses. Received: n_best={n_best}"
                 )
         if self.source_tokenizer is None or self.target_tokenizer is None:
             raise ValueError(
@@ -259,7 +243,7 @@ class Translator:
         result = self(source_ids)
         if n_best is None:
             return self._strings(result["ids"])
-        if self.beam_width == 1:  # n_best=1 of greedy search or sampling
+        if self._search.kind != "beam":  # n_best=1 of greedy search or sampling
             return [[text] for text in self._strings(result["ids"])]
         beams = result["beam_ids"][:, :n_best]
         strings = self._strings(beams.reshape(-1, beams.shape[-1]))

@@ -9,7 +9,6 @@ from typing import Any
 
 import keras
 
-from keras_attention.decoding import SearchConfig
 from keras_attention.models import Translator
 from keras_attention.pairs.files import Pairs, normalize_source
 from keras_attention.pairs.settings import Settings
@@ -63,13 +62,9 @@ class PairModel:
             )
         key = (beam_width, n_best > 1)
         if key not in self._translators:
-            search = SearchConfig(
-                max_length=self.settings.max_length,
-                beam_width=beam_width,
-                return_beams=n_best > 1,
-            )
+            search = self.settings.search(beam_width, return_beams=n_best > 1)
             self._translators[key] = Translator(
-                self.model, search=search, jit_compile=self.settings.jit_compile
+                self.model, search, jit_compile=self.settings.jit_compile
             )
         return self._translators[key]
 
@@ -109,7 +104,7 @@ class PairModel:
             "per": scored["per"],
             "words": len(pairs),
             "errors": int(round(scored["wer"] * len(pairs) / 100)),
-            "beam_width": translator.beam_width,
+            "beam_width": translator.search.beam_width,
             "seconds": scored["seconds"],
             "ms_per_word": 1000 * scored["seconds"] / len(pairs),
             "predictions": scored["predictions"],
@@ -165,8 +160,7 @@ class PairModel:
         return export_litert(
             self.model,
             path,
+            self.settings.search(max(2, self.settings.beam_width)),
             source_length=int(self.config["longest_source"]) + 9,
-            max_length=self.settings.max_length,
-            beam_width=max(2, self.settings.beam_width),
             overwrite=overwrite,
         )

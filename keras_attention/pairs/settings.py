@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from keras_attention.decoding import BeamSearch, GreedySearch, Search
+
 __all__ = ["Settings", "choose_settings"]
 
 RNNS = ("gru", "lstm")
@@ -95,6 +97,14 @@ class Settings:
                     f"Invalid setting `{name}`. Received: {name}={getattr(self, name)!r}"
                 )
         self.buckets = tuple(int(b) for b in self.buckets)
+
+    def search(self, beam_width: int | None = None, return_beams: bool = False) -> Search:
+        """The search of `beam_width` beams (default: the settings'), of the settings'
+        `max_length`: a `BeamSearch` past one beam, else a `GreedySearch`."""
+        beam_width = self.beam_width if beam_width is None else beam_width
+        if beam_width == 1 and not return_beams:
+            return GreedySearch(self.max_length)
+        return BeamSearch(beam_width, max_length=self.max_length, return_beams=return_beams)
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "buckets": list(self.buckets)}

@@ -139,12 +139,7 @@ def train(
         )
         models.append(model)
     model = models[0] if len(models) == 1 else Seq2SeqEnsemble(models)
-    translator = Translator(
-        model,
-        max_length=chosen.max_length,
-        beam_width=chosen.beam_width,
-        jit_compile=chosen.jit_compile,
-    )
+    translator = Translator(model, chosen.search(), jit_compile=chosen.jit_compile)
     valid = error_rates(translator, valid_pairs, source_vocabulary, target_vocabulary)
     training = {
         "valid": {k: valid[k] for k in ("wer", "per", "words")},
@@ -278,12 +273,7 @@ def _train_member(
         shuffle=False,
     )
     valid_data = valid.dataset()
-    translator = Translator(
-        model,
-        max_length=settings.max_length,
-        beam_width=settings.beam_width,
-        jit_compile=settings.jit_compile,
-    )
+    translator = Translator(model, settings.search(), jit_compile=settings.jit_compile)
 
     def monitor() -> dict:
         scores = error_rates(

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.decoding import SearchConfig
+from keras_attention.decoding import BeamSearch, GreedySearch, SampleSearch
 from keras_attention.export import LiteRTConversionError, export_litert
 from keras_attention.models import Seq2Seq, Translator
 
@@ -91,10 +91,8 @@ def _run_litert(path, source, tmp_path) -> tuple:
 
 def test_litert_matches_the_python_model(trained, tmp_path):
     path = tmp_path / "model.tflite"
-    info = export_litert(
-        trained, path, source_length=SOURCE_LENGTH, max_length=MAX_LENGTH, beam_width=BEAM,
-        batch_size=2,
-    )  # fmt: skip
+    search = BeamSearch(BEAM, max_length=MAX_LENGTH)
+    info = export_litert(trained, path, search, source_length=SOURCE_LENGTH, batch_size=2)
     assert info["signatures"] == ["greedy", "beam"] and info["bytes"] == path.stat().st_size
     source = _sources(np.random.default_rng(1), 16)
     report, out = _run_litert(path, source, tmp_path)
@@ -104,9 +102,8 @@ def test_litert_matches_the_python_model(trained, tmp_path):
         "tensorflow": False,
     }
     for name, width in (("greedy", 1), ("beam", BEAM)):
-        expected = Translator(trained, max_length=MAX_LENGTH, beam_width=width, jit_compile=False)(
-            source
-        )
+        search = BeamSearch(width, max_length=MAX_LENGTH) if width > 1 else GreedySearch(MAX_LENGTH)
+        expected = Translator(trained, search, jit_compile=False)(source)
         np.testing.assert_array_equal(out[f"{name}/ids"], expected["ids"])
         np.testing.assert_array_equal(out[f"{name}/lengths"], expected["lengths"])
         np.testing.assert_allclose(out[f"{name}/scores"], expected["scores"], rtol=1e-4, atol=1e-4)
@@ -117,9 +114,7 @@ def test_litert_takes_a_translators_whole_search(trained, tmp_path):
     """Issue 34: `export_litert` read 3 fields of a Translator and had no coverage penalty.
     Now the Translator's search reaches the `.tflite` file whole: coverage penalty and n-best
     list included, the same numbers as the Translator."""
-    search = SearchConfig(
-        max_length=MAX_LENGTH, beam_width=BEAM, coverage_penalty=0.4, return_beams=True
-    )
+    search = BeamSearch(BEAM, max_length=MAX_LENGTH, coverage_penalty=0.4, return_beams=True)
     translator = Translator(trained, search=search, jit_compile=False)
     path = tmp_path / "coverage.tflite"
     info = export_litert(translator, path, source_length=SOURCE_LENGTH, batch_size=2, greedy=False)
@@ -139,13 +134,13 @@ def test_litert_takes_a_translators_whole_search(trained, tmp_path):
 
 
 def test_litert_refuses_what_it_cannot_honour_by_name(trained, tmp_path):
-    sampler = Translator(trained, max_length=4, sample=True, top_k=3, jit_compile=False)
-    with pytest.raises(ValueError, match="sampling is not exported to LiteRT.*sample=True"):
+    sampler = Translator(trained, SampleSearch(max_length=4, top_k=3), jit_compile=False)
+    with pytest.raises(ValueError, match=r"sampling is not exported to LiteRT.*SampleSearch\("):
         export_litert(sampler, tmp_path / "s.tflite")
-    beam = Translator(trained, max_length=4, beam_width=2, jit_compile=False)
-    with pytest.raises(ValueError, match="`beam_width` disagrees with `search`.*beam_width=3"):
+    beam = Translator(trained, BeamSearch(2, max_length=4), jit_compile=False)
+    with pytest.raises(ValueError, match="`beam_width` is a search option.*beam_width=3"):
         export_litert(beam, tmp_path / "b.tflite", beam_width=3)
-    with pytest.raises(ValueError, match="coverage_penalty=-1"):
+    with pytest.raises(ValueError, match="coverage_penalty=-1"):  # 0.2's keywords: still checked
         export_litert(trained, tmp_path / "c.tflite", coverage_penalty=-1)
     assert not list(tmp_path.iterdir())
 
@@ -155,9 +150,10 @@ def test_unconvertible_graph_names_its_ops(tmp_path):
 
     tokenizer = CharTokenizer(vocabulary=list("abcdef"))
     model = Seq2Seq(source_tokenizer=tokenizer, target_tokenizer=tokenizer, units=8)
-    model.generate(np.array([[4, 5, 3]]), max_length=3)
+    model.generate(np.array([[4, 5, 3]]), GreedySearch(3))
     with pytest.raises(LiteRTConversionError, match="could not lower .*UnicodeDecode") as info:
-        export_litert(model, tmp_path / "s.tflite", source_length=8, max_length=5, strings=True)
+        export_litert(model, tmp_path / "s.tflite", BeamSearch(4, max_length=5), source_length=8,
+                      strings=True)  # fmt: skip
     assert "UnicodeDecodeWithOffsets" in info.value.ops
     assert not (tmp_path / "s.tflite").exists()
 
@@ -166,7 +162,7 @@ def test_bad_arguments(trained, tmp_path):
     with pytest.raises(ValueError, match="source_length"):
         export_litert(trained, tmp_path / "a.tflite", source_length=0)
     with pytest.raises(ValueError, match="Nothing to export"):
-        export_litert(trained, tmp_path / "a.tflite", beam_width=1, greedy=False)
+        export_litert(trained, tmp_path / "a.tflite", GreedySearch(), greedy=False)
     with pytest.raises(ValueError, match="strings=True needs"):
         export_litert(trained, tmp_path / "a.tflite", strings=True)
     with pytest.raises(ValueError, match="no weights yet"):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.decoding import SearchConfig
+from keras_attention.decoding import BeamSearch, GreedySearch, SampleSearch
 from keras_attention.export import export_saved_model
 from keras_attention.models import Seq2Seq, Translator
 from keras_attention.text import CharTokenizer
@@ -53,11 +53,9 @@ def _strings(tokenizer, ids) -> list:
 
 
 SEARCHES = {
-    "greedy": SearchConfig(max_length=MAX_LENGTH),
-    "beam": SearchConfig(max_length=MAX_LENGTH, beam_width=3, length_penalty=1.0),
-    "beam_coverage": SearchConfig(
-        max_length=MAX_LENGTH, beam_width=3, coverage_penalty=0.5, return_beams=True
-    ),
+    "greedy": GreedySearch(max_length=MAX_LENGTH),
+    "beam": BeamSearch(3, max_length=MAX_LENGTH, length_penalty=1.0),
+    "beam_coverage": BeamSearch(3, max_length=MAX_LENGTH, coverage_penalty=0.5, return_beams=True),
 }
 
 
@@ -101,13 +99,11 @@ def test_exported_sampling_translator_draws_as_before(setup, tmp_path):
     """Before: `sample`, `temperature`, `top_k` and `top_p` were dropped (the export was
     greedy). Now the `sample` signatures draw what the Translator draws for the same seed."""
     _, tokenizer, source_ids = setup
-    search = SearchConfig(
-        max_length=MAX_LENGTH, sample=True, temperature=1.5, top_k=6, top_p=0.9, seed=5
-    )
+    search = SampleSearch(max_length=MAX_LENGTH, temperature=1.5, top_k=6, top_p=0.9, seed=5)
     translator = _translator(setup, search=search)
     signatures = _export(setup, translator, tmp_path / "sample")
     assert sorted(signatures) == ["sample", "sample_translate", "serving_default", "translate"]
-    greedy = _translator(setup, max_length=MAX_LENGTH)(source_ids)["ids"]
+    greedy = _translator(setup, search=GreedySearch(MAX_LENGTH))(source_ids)["ids"]
     for seed in (0, 17):
         expected = translator(source_ids, seed=seed)
         assert not np.array_equal(expected["ids"], greedy)  # the premise: it samples
@@ -125,9 +121,10 @@ def test_exported_sampling_translator_draws_as_before(setup, tmp_path):
 
 def test_search_reaches_the_export_and_conflicts_are_named(setup, tmp_path):
     model, tokenizer, source_ids = setup
-    search = SearchConfig(max_length=4, beam_width=1)
-    export_saved_model(model, tmp_path / "config", search=search)
-    export_saved_model(model, tmp_path / "keywords", max_length=4)
+    search = GreedySearch(max_length=4)
+    export_saved_model(model, tmp_path / "config", search)
+    with pytest.warns(DeprecationWarning, match=r"search=GreedySearch\(max_length=4\)"):
+        export_saved_model(model, tmp_path / "keywords", max_length=4)  # 0.2's keywords
     by_config = tf.saved_model.load(str(tmp_path / "config")).signatures["serving_default"]
     by_keywords = tf.saved_model.load(str(tmp_path / "keywords")).signatures["serving_default"]
     ids = tf.constant(source_ids)
@@ -137,24 +134,26 @@ def test_search_reaches_the_export_and_conflicts_are_named(setup, tmp_path):
     assert by_config(source_ids=ids)["ids"].shape == (len(WORDS), 4)
     translator = _translator(setup, search=search)
     # Before: keywords beside a Translator were ignored without a word.
-    with pytest.raises(ValueError, match=r"`beam_width` disagrees with `search`.*beam_width=3"):
+    with pytest.raises(ValueError, match=r"`beam_width` is a search option.*beam_width=3"):
         export_saved_model(translator, tmp_path / "x", beam_width=3)
-    with pytest.raises(ValueError, match=r"`max_length` disagrees.*max_length=9"):
+    with pytest.raises(ValueError, match=r"`max_length` is a search option.*max_length=9"):
         export_saved_model(model, tmp_path / "y", max_length=9, search=search)
     with pytest.raises(ValueError, match="one search of each kind"):
-        export_saved_model(model, tmp_path / "z", search=[search, search.replace(max_length=6)])
+        export_saved_model(model, tmp_path / "z", [search, search.replace(max_length=6)])
     with pytest.raises(ValueError, match="given beside a list.*max_length=9"):
-        export_saved_model(model, tmp_path / "w", max_length=9, search=[search])
+        export_saved_model(model, tmp_path / "w", [search], max_length=9)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beams'"):
+        export_saved_model(model, tmp_path / "v", beams=2)
 
 
 @pytest.mark.slow  # a beam and a sampling search in one export
 def test_a_list_of_searches_gives_beam_serving_and_sample_signatures(setup, tmp_path):
     """What `export_saved_model(beam_width=3, sample=True, ...)` did with keywords, said with
-    two SearchConfigs: the same signatures, the same outputs."""
+    two searches: the same signatures, the same outputs."""
     model, _, source_ids = setup
-    beam = SearchConfig(max_length=MAX_LENGTH, beam_width=3)
-    sampler = SearchConfig(max_length=MAX_LENGTH, sample=True, top_k=4)
-    export_saved_model(model, tmp_path / "list", search=[sampler, beam])
+    beam = BeamSearch(3, max_length=MAX_LENGTH)
+    sampler = SampleSearch(max_length=MAX_LENGTH, top_k=4)
+    export_saved_model(model, tmp_path / "list", [sampler, beam])
     export_saved_model(
         model, tmp_path / "kw", max_length=MAX_LENGTH, beam_width=3, sample=True, top_k=4
     )
