@@ -32,7 +32,7 @@ from keras_attention.layers._call_inputs import (
 )
 from keras_attention.layers._scores import Score
 
-_PROBABILITY_FNS = ("softmax", "hardmax")
+_PROBABILITY_FNS = ("softmax", "hardmax", "sparsemax")
 
 
 def get_identifier(getter: Any, name: str, value: Any) -> Any:
@@ -437,9 +437,12 @@ class BaseAttention(keras.layers.Layer):
 
     # ------------------------------------------------------------------ internals
     def _normalize(self, scores, valid):
-        """Scores to weights over the valid positions: softmax, or tfa's hardmax (one-hot)."""
+        """Scores to weights over the valid positions: softmax, tfa's hardmax (one-hot) or
+        sparsemax (OpenNMT-py's `sparsemax`)."""
         if self.probability_fn == "hardmax":
             return F.masked_hardmax(scores, valid)
+        if self.probability_fn == "sparsemax":
+            return F.masked_sparsemax(scores, valid)
         return F.masked_softmax(scores, valid)
 
     def _dropout(self, weights, training, mask=None):
