@@ -24,6 +24,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
 from keras_attention import AdditiveAttention, LuongAttention, LuongAttentionCell
 from tests.backend_utils import to_numpy
@@ -152,8 +153,9 @@ def test_cell_attentional_vector_is_opennmt_linear_out():
     cell.attention_bias.assign(weights["linear_out.bias"])
     prepared = cell.prepare_memory(memory, mask)
     states = cell.get_initial_state(BATCH, prepared)
-    states[1] = rng.normal(size=(BATCH, DIM)).astype("float32")  # a cell state c to move s_t
-    output, new_states, align = cell.step(inputs, states, prepared)
+    # A cell state c to move s_t; tensors throughout (PyTorch does not mix in arrays).
+    states[1] = ops.convert_to_tensor(rng.normal(size=(BATCH, DIM)).astype("float32"))
+    output, new_states, align = cell.step(ops.convert_to_tensor(inputs), states, prepared)
     s_t = to_numpy(new_states[0])  # the LSTM's new h
     expected_h, expected_align = opennmt_global_attention(
         s_t, memory, weights, "mlp", src_len=LENGTHS

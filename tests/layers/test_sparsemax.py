@@ -71,9 +71,10 @@ def test_gradient_is_opennmt_backward():
     scores, mask = _cases(rng)
     upstream = rng.normal(size=scores.shape)
     z = variable(scores.astype("float64"))
+    upstream_tensor = ops.convert_to_tensor(upstream)
 
     def loss():
-        return ops.sum(F.masked_sparsemax(z, mask) * upstream)
+        return ops.sum(F.masked_sparsemax(z, mask) * upstream_tensor)
 
     _, (grad,) = value_and_grad(loss, [z])
     output = _opennmt_masked(scores, mask)
