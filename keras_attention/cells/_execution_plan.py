@@ -101,6 +101,7 @@ CONTRACTS = (
             "attention_layer": (True,),
             "output_attention": (True,),
             "attention_activation": ("tanh", "linear", None),  # act in f' = act(...)
+            "use_attention_bias": (False,),  # f' has no bias
         },
         any_value=_LAYER_OPTIONS | {"attention_layer_size", "kernel_initializer"},
         components=("cell", "attention"),
@@ -124,6 +125,8 @@ CONTRACTS = (
             "use_scale": (False,),
             "probability_fn": ("softmax",),
             "attention_units": (None,),  # (the cell refuses it anyway)
+            "use_query_bias": (False,),  # (concat only, which is not fused)
+            "use_attention_bias": (False,),  # (needs attention_units)
         },
         # `units` sizes local-p's network and the concat score; `window_radius`,
         # `attention_activation` and `seed` serve options the values above rule out

@@ -67,8 +67,10 @@ class LuongAttentionCell(BaseAttentionCell):
       `x_t = y_{t-1}` without;
     - `c_t` = attention from `s_t` over the memory;
     - the attentional vector `h̃_t = act(W_c [s_t; c_t])`, `W_c`
-      `[d_s + d_h, attention_layer_size]` (`attention_kernel`), or with
-      `attention_layer=False` the context itself, `h̃_t = c_t`;
+      `[d_s + d_h, attention_layer_size]` (`attention_kernel`), with `use_attention_bias=True`
+      `h̃_t = act(W_c [s_t; c_t] + b_c)` (`attention_bias`, initially 0; one per attention
+      layer, `attention_bias_0`, … with several), or with `attention_layer=False` the context
+      itself, `h̃_t = c_t`;
     - output `h̃_t`, or with `output_attention=False` the cell output `s_t` (`h̃_t` is still
       fed to the next step).
 
@@ -111,6 +113,9 @@ class LuongAttentionCell(BaseAttentionCell):
         output_attention: Whether the cell outputs `h̃_t` (`True`) or `s_t`; needs
             `input_feeding=True` when `False` (the attention would reach nothing).
             Defaults to `True`.
+        use_attention_bias: Learn a bias `b_c` in `h̃ = act(W_c [s; c] + b_c)` (OpenNMT-py's
+            `linear_out` has one; tfa's attention layer has none). Needs
+            `attention_layer=True`. Defaults to `False`.
         **kwargs: Base layer arguments.
 
     Example:
@@ -142,6 +147,7 @@ class LuongAttentionCell(BaseAttentionCell):
         kernel_initializer: Any = "glorot_uniform",
         attention_layer: bool = True,
         output_attention: bool = True,
+        use_attention_bias: bool = False,
         **kwargs: Any,
     ) -> None:
         sizes, name = _take_old_units(kwargs, attention_layer_size)
@@ -150,6 +156,13 @@ class LuongAttentionCell(BaseAttentionCell):
         self.input_feeding = check_flag("input_feeding", input_feeding)
         self.attention_layer = check_flag("attention_layer", attention_layer)
         self.output_attention = check_flag("output_attention", output_attention)
+        self.use_attention_bias = check_flag("use_attention_bias", use_attention_bias)
+        if self.use_attention_bias and not self.attention_layer:
+            raise ValueError(
+                "`use_attention_bias` is a bias of the attention layer W_c: without it "
+                "(attention_layer=False) h̃ is the context. Received: use_attention_bias=True, "
+                "attention_layer=False"
+            )
         if not self.attention_layer and self.attention_layer_size is not None:
             raise ValueError(
                 "Without attention layer (attention_layer=False) h̃ is the context, whose "
@@ -221,6 +234,18 @@ class LuongAttentionCell(BaseAttentionCell):
                 )
                 for i, size in enumerate(sizes)
             ]
+        if self.use_attention_bias:  # after the kernels: older checkpoints are unchanged
+            names = (
+                ["attention_bias"]
+                if len(sizes) == 1
+                else [f"attention_bias_{i}" for i in range(len(sizes))]
+            )
+            self.attention_biases = [
+                self.add_weight(name=name, shape=(size,), initializer="zeros")
+                for name, size in zip(names, sizes)
+            ]
+            if len(sizes) == 1:
+                self.attention_bias = self.attention_biases[0]
 
     @property
     def attention_layer_kernels(self) -> list:
@@ -251,6 +276,11 @@ class LuongAttentionCell(BaseAttentionCell):
                 matmul(ops.concatenate([hidden, context], axis=-1), kernel)
                 for (context, _), kernel in zip(results, self._kernels())
             ]
+            if self.use_attention_bias:
+                parts = [
+                    part + ops.cast(bias, part.dtype)
+                    for part, bias in zip(parts, self.attention_biases)
+                ]
         else:
             parts = [context for context, _ in results]
         attentional = parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
@@ -276,6 +306,7 @@ class LuongAttentionCell(BaseAttentionCell):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_layer": self.attention_layer,
                 "output_attention": self.output_attention,
+                "use_attention_bias": self.use_attention_bias,
             }
         )
         return config

@@ -14,6 +14,7 @@ from keras_attention.functional.softmax import (
     mask_value,
     masked_hardmax,
     masked_softmax,
+    masked_sparsemax,
     wide_float_dtype,
 )
 from keras_attention.functional.windows import (
@@ -47,6 +48,7 @@ __all__ = [
     "mask_value",
     "masked_hardmax",
     "masked_softmax",
+    "masked_sparsemax",
     "matmul",
     "monotonic_alignment",
     "monotonic_probabilities",

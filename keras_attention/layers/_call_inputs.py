@@ -16,11 +16,44 @@ from keras_attention._validation import (
 
 
 def check_list_length(layer: str, n: int) -> None:
+    # Keras' wording (`keras.layers.Attention`), so that a port of its tests and its users'
+    # searches find the same words; with the layer's name and the value received.
     if n not in (2, 3):
         raise ValueError(
-            f"Layer {layer} expects a list of 2 tensors [query, value] or 3 tensors "
+            f"Layer {layer} accepts an inputs list of length 2 or 3, namely [query, value] or "
             f"[query, value, key]. Received: a list of {n} inputs"
         )
+
+
+def check_ranks(layer: str, query_shape, value_shape, key_shape, nd: bool) -> None:
+    """The ranks of a call: a query `[B, T, d]` (or one step `[B, d]`) and a memory
+    `[B, S, d]`; with `nd`, also queries `[*batch, T, d]` of rank > 3 (as
+    `keras.layers.Attention`) over a memory of the same rank and the same leading axes."""
+    rank = len(query_shape)
+    if rank <= 3 or not nd:
+        if nd and rank < 2:
+            raise ValueError(
+                f"`query` of layer {layer} must have rank 2 or more ([batch, dim], [batch, "
+                f"steps, dim] or [*batch, steps, dim]). Received: query.shape={tuple(query_shape)}"
+            )
+        check_rank(layer, "query", query_shape, (2, 3))
+        check_rank(layer, "value", value_shape, (3,))
+        check_rank(layer, "key", key_shape, (3,))
+        return
+    for name, shape in (("value", value_shape), ("key", key_shape)):
+        if len(shape) != rank:
+            raise ValueError(
+                f"`{name}` of layer {layer} must have the rank of `query` ({rank}: [*batch, "
+                f"steps, dim], the batch axes shared) when the query has rank > 3. Received: "
+                f"query.shape={tuple(query_shape)}, {name}.shape={tuple(shape)}"
+            )
+        lead, their_lead = tuple(query_shape[:-2]), tuple(shape[:-2])
+        if any(a is not None and b is not None and a != b for a, b in zip(lead, their_lead)):
+            raise ValueError(
+                f"`query` and `{name}` of layer {layer} must have the same leading (batch) "
+                f"axes. Received: query.shape={tuple(query_shape)}, "
+                f"{name}.shape={tuple(shape)}"
+            )
 
 
 def raise_list_and_tensors(layer: str) -> None:
@@ -58,14 +91,30 @@ def check_positions(layer: str, positions, query_shape: Any) -> None:
         )
 
 
+def _describe(masks) -> str:
+    """A mask argument as an error shows it: tensors by their shape, not their values."""
+    if isinstance(masks, (list, tuple)):
+        return "[" + ", ".join(_describe(m) for m in masks) + "]"
+    if hasattr(masks, "shape"):
+        return f"<{dtype_name(masks)} tensor of shape {tuple(masks.shape)}>"
+    return repr(masks)
+
+
 def _unpack_masks(layer: str, masks, query_mask, value_mask, key_mask):
     """Fill the explicit masks not given from a list `[query_mask, value_mask(, key_mask)]`."""
     if masks is None:
         return query_mask, value_mask, key_mask
-    if not isinstance(masks, (list, tuple)) or len(masks) > 3:
+    if not isinstance(masks, (list, tuple)):
         raise ValueError(
-            f"Layer {layer}: `mask` must be a list with one mask (or None) per input. "
-            f"Received: mask={masks!r}"
+            f"Layer {layer}: the layer mask must be a list, namely [query_mask, value_mask] "
+            f"or [query_mask, value_mask, key_mask] (None for no mask). Received: "
+            f"mask={_describe(masks)}"
+        )
+    if len(masks) not in (2, 3):  # as Keras: [query_mask] alone would drop the value mask
+        raise ValueError(
+            f"Layer {layer} accepts a mask list of length 2 or 3, namely [query_mask, "
+            f"value_mask] or [query_mask, value_mask, key_mask]. Received: a list of "
+            f"{len(masks)} masks, mask={_describe(masks)}"
         )
     masks = list(masks) + [None] * (3 - len(masks))
     return (
@@ -86,11 +135,13 @@ def parse_call_inputs(
     value_mask,
     key_mask,
     use_causal_mask: bool,
+    nd: bool = False,
 ):
     """Bring every call form to `(query, value, key, query_mask, memory_mask, pooling)`.
 
     `memory_mask` combines `value_mask` and `key_mask`; `pooling` is true for the single-sequence
-    form, where `value` is the sequence itself and the query is still to be picked.
+    form, where `value` is the sequence itself and the query is still to be picked. With `nd`,
+    queries of rank > 3 are accepted (`check_ranks`); `flatten_batch` then brings them to 3.
     """
     pooling = False
     if isinstance(query, (list, tuple)):
@@ -127,10 +178,8 @@ def parse_call_inputs(
         )
 
     key = value if key is None else key
-    check_rank(layer, "query", query.shape, (2, 3))
-    check_rank(layer, "value", value.shape, (3,))
-    check_rank(layer, "key", key.shape, (3,))
-    if None not in (key.shape[1], value.shape[1]) and key.shape[1] != value.shape[1]:
+    check_ranks(layer, query.shape, value.shape, key.shape, nd and not pooling)
+    if None not in (key.shape[-2], value.shape[-2]) and key.shape[-2] != value.shape[-2]:
         raise ValueError(
             "`key` and `value` must have the same number of steps. Received: "
             f"key.shape={tuple(key.shape)}, value.shape={tuple(value.shape)}"
@@ -149,3 +198,37 @@ def parse_call_inputs(
             else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
         )
     return query, value, key, query_mask, value_mask, pooling
+
+
+def flatten_batch(query, value, key, query_mask, value_mask, query_positions):
+    """Queries `[*batch, T, d]` of rank > 3 and their memory `[*batch, S, d]` as one batch axis.
+
+    Returns `(query, value, key, query_mask, value_mask, query_positions, batch_shape)`: the
+    tensors `[prod(batch), ...]` and the leading axes, for `unflatten_batch`. Masks and
+    positions broadcast to the queries' `[*batch, T]` / the memory's `[*batch, S]` first.
+    """
+    query_dims = ops.shape(query)
+    batch_shape = tuple(query_dims[:-2])
+    steps = query_dims[-2]
+
+    def rows(x):  # [*batch, n, ...] -> [prod(batch), n, ...]
+        return None if x is None else ops.reshape(x, (-1, *ops.shape(x)[len(batch_shape) :]))
+
+    if query_positions is not None:
+        query_positions = ops.cast(query_positions, "int32") + ops.zeros(
+            (*batch_shape, steps), "int32"
+        )
+    return (
+        rows(query),
+        rows(value),
+        rows(key),
+        rows(query_mask),
+        rows(value_mask),
+        rows(query_positions),
+        batch_shape,
+    )
+
+
+def unflatten_batch(x, batch_shape):
+    """`x` `[prod(batch), ...]` back to `[*batch, ...]` (`flatten_batch`'s inverse)."""
+    return None if x is None else ops.reshape(x, (*batch_shape, *ops.shape(x)[1:]))

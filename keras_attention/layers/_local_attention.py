@@ -62,13 +62,15 @@ class LocalAttentionBase(BaseAttention):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if self.probability_fn == "hardmax" and alignment == "local_predictive":
-            # The window is re-weighted by a Gaussian around p_t: one-hot weights times that
-            # Gaussian are no distribution, and p_t would be learned from one position only.
+        if self.probability_fn != "softmax" and alignment == "local_predictive":
+            # The window is re-weighted by a Gaussian around p_t: one-hot (or sparse) weights
+            # times that Gaussian are no distribution, and p_t would be learned from the few
+            # positions with weight only.
             raise ValueError(
-                "probability_fn='hardmax' works with alignment='global' or 'local_monotonic', "
-                "not with 'local_predictive' (whose Gaussian re-weighting needs soft weights). "
-                f"Received: probability_fn={self.probability_fn!r}, alignment={alignment!r}"
+                f"probability_fn={self.probability_fn!r} works with alignment='global' or "
+                "'local_monotonic', not with 'local_predictive' (whose Gaussian re-weighting "
+                f"needs softmax weights). Received: probability_fn={self.probability_fn!r}, "
+                f"alignment={alignment!r}"
             )
         if alignment not in ALIGNMENT_MODES:
             raise ValueError(
@@ -227,8 +229,9 @@ class LocalAttentionBase(BaseAttention):
 
         What blocks and tiles need, whatever `window_implementation` asks: a dot-type score
         (dot, general), static T and S, enough queries to fill a block or a tile (a single
-        decoder step, T = 1, gathers its one window), and no dropout in training (its mask is
-        drawn over the `[B, T, 2D+1]` window weights). Where they cannot run, the windows do.
+        decoder step, T = 1, gathers its one window), no dropout in training (its mask is
+        drawn over the `[B, T, 2D+1]` window weights) and `probability_fn="softmax"` (their
+        normalisation is a softmax). Where they cannot run, the windows do.
 
         `window_implementation="auto"` chooses by measured speed (see BENCHMARKS.md §2):
         blocks for local-m at the default positions; for free centres, the fused windows under
@@ -260,6 +263,8 @@ class LocalAttentionBase(BaseAttention):
             return WindowPlan("windows", "blocks and tiles need static T and S")
         if training and self.dropout > 0:
             return WindowPlan("windows", "dropout in training draws its mask over the windows")
+        if self.probability_fn != "softmax":
+            return WindowPlan("windows", "blocks and tiles normalise with a softmax")
         monotonic = self.alignment == "local_monotonic" and default_positions
         blocks = monotonic and steps >= F.block_size(radius)
         q_tile, chunk = F.tile_sizes(length, radius, keys.shape[-1])

@@ -143,18 +143,29 @@ class AdditiveScore(Score):
 
     `W_a` `[d_s, U]` (`query_kernel`), `U_a` `[d_h, U]` (`key_kernel`), `v` `[U]`
     (`score_vector`). With `normalize`: `v` replaced by `g v / ‖v‖` and a bias `b` inside the
-    `tanh` (`norm_scale` g, initially `sqrt(1 / U)`; `norm_bias` b, initially 0).
+    `tanh` (`norm_scale` g, initially `sqrt(1 / U)`; `norm_bias` b, initially 0). With
+    `query_bias`: the query projection has a bias, `s W_a + b_q` (`query_bias` `[U]`, initially
+    0; OpenNMT-py's `mlp` score, whose `linear_query` has one).
 
     Args:
         units: U. `None`: the query size.
         normalize: The weight-normalised form.
+        query_bias: A learned bias `b_q` on the query projection.
         **kwargs: `use_scale`, `bias_init` (see `Score`).
     """
 
-    def __init__(self, *, units: int | None = None, normalize: bool = False, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        units: int | None = None,
+        normalize: bool = False,
+        query_bias: bool = False,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.units = units
         self.normalize = normalize
+        self.query_bias = query_bias
 
     def build_family(self, layer, query_dim: int, key_dim: int) -> None:
         units = self.units or query_dim
@@ -170,13 +181,20 @@ class AdditiveScore(Score):
             self.norm_bias = layer.norm_bias = layer.add_weight(
                 name="norm_bias", shape=(units,), initializer="zeros"
             )
+        if self.query_bias:  # after the weights of every older configuration
+            self.bias_q = layer.query_bias = layer.add_weight(
+                name="query_bias", shape=(units,), initializer="zeros"
+            )
         self.dtype = F.wide_float_dtype(layer.compute_dtype)
 
     def project_keys(self, key):
         return F.project(key, self.key_kernel)
 
     def project_query(self, query):
-        return F.project(query, self.query_kernel)
+        features = F.project(query, self.query_kernel)
+        if self.query_bias:
+            features = features + ops.cast(self.bias_q, features.dtype)
+        return features
 
     def energies(self, features, keys, keys_transposed: bool = False):
         if not self.normalize:

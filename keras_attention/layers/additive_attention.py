@@ -16,7 +16,9 @@ class AdditiveAttention(BaseAttention):
     """Bahdanau (additive) attention: `e = v · tanh(s W_a + h_i U_a)`.
 
     `W_a` `[d_s, U]` (`query_kernel`), `U_a` `[d_h, U]` (`key_kernel`), `v` `[U]`
-    (`score_vector`); the keys `h U_a` are computed once per memory. With `normalize=True` the
+    (`score_vector`); the keys `h U_a` are computed once per memory. With
+    `use_query_bias=True` the query projection has a bias: `e = v · tanh(s W_a + b_q + h_i U_a)`
+    (`query_bias` `[U]`, initially 0; OpenNMT-py's `mlp` score). With `normalize=True` the
     score is the weight-normalised form used by TensorFlow Addons:
     `e = (g · v / ‖v‖) · tanh(s W_a + h_i U_a + b)` with the scalar `g` (`norm_scale`, initially
     `sqrt(1/U)`) and `b` `[U]` (`norm_bias`, initially 0). `use_scale=True` multiplies the score
@@ -36,9 +38,12 @@ class AdditiveAttention(BaseAttention):
             `"glorot_uniform"`.
         kernel_regularizer: Regularizer of the kernels and of `v`. Defaults to `None`.
         kernel_constraint: Constraint of the kernels and of `v`. Defaults to `None`.
-        probability_fn: `"softmax"`, or `"hardmax"` (tfa's: all the weight on the highest
-            valid score, ties to the first; no gradient reaches the scores). Defaults to
-            `"softmax"`.
+        probability_fn: `"softmax"`, `"hardmax"` (tfa's: all the weight on the highest
+            valid score, ties to the first; no gradient reaches the scores) or `"sparsemax"`
+            (OpenNMT-py's; Martins & Astudillo 2016: the projection of the scores onto the
+            simplex, exact zeros below a threshold; `functional.masked_sparsemax`). Defaults
+            to `"softmax"`.
+        use_query_bias: Learn a bias `b_q` `[U]` on the query projection. Defaults to `False`.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -78,6 +83,7 @@ class AdditiveAttention(BaseAttention):
         kernel_regularizer: Any = None,
         kernel_constraint: Any = None,
         probability_fn: str = "softmax",
+        use_query_bias: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -92,13 +98,23 @@ class AdditiveAttention(BaseAttention):
             **kwargs,
         )
         self.normalize = check_flag("normalize", normalize)
+        self.use_query_bias = check_flag("use_query_bias", use_query_bias)
         self.score = AdditiveScore(
-            units=self.units, normalize=self.normalize, use_scale=self.use_scale
+            units=self.units,
+            normalize=self.normalize,
+            query_bias=self.use_query_bias,
+            use_scale=self.use_scale,
         )
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({"units": self.units, "normalize": self.normalize})
+        config.update(
+            {
+                "units": self.units,
+                "normalize": self.normalize,
+                "use_query_bias": self.use_query_bias,
+            }
+        )
         return config
 
 

@@ -20,16 +20,19 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
-from keras_attention._validation import check_flag, check_int, check_rank, is_number
+from keras_attention._validation import check_flag, check_int, is_number
 from keras_attention.layers._call_inputs import (
     check_list_length,
     check_positions,
+    check_ranks,
+    flatten_batch,
     parse_call_inputs,
     raise_list_and_tensors,
+    unflatten_batch,
 )
 from keras_attention.layers._scores import Score
 
-_PROBABILITY_FNS = ("softmax", "hardmax")
+_PROBABILITY_FNS = ("softmax", "hardmax", "sparsemax")
 
 
 def get_identifier(getter: Any, name: str, value: Any) -> Any:
@@ -72,6 +75,10 @@ class BaseAttention(keras.layers.Layer):
 
     #: The score object: weights, projections and energies (set by the subclass).
     score: Score
+
+    #: Whether queries `[*batch, T, d]` of rank > 3 are accepted (with a memory of the same
+    #: rank), as by `keras.layers.Attention`: the leading axes are one batch axis inside.
+    _accepts_nd: bool = True
 
     def __init__(
         self,
@@ -138,9 +145,7 @@ class BaseAttention(keras.layers.Layer):
             key_shape = shapes[2] if len(shapes) == 3 else None
         value_shape = query_shape if value_shape is None else value_shape
         key_shape = value_shape if key_shape is None else key_shape
-        check_rank(self.name, "query", query_shape, (2, 3))
-        check_rank(self.name, "value", value_shape, (3,))
-        check_rank(self.name, "key", key_shape, (3,))
+        check_ranks(self.name, query_shape, value_shape, key_shape, self._accepts_nd)
         query_dim, key_dim, value_dim = query_shape[-1], key_shape[-1], value_shape[-1]
         for name, dim in (("query", query_dim), ("key", key_dim), ("value", value_dim)):
             if dim is None:
@@ -191,10 +196,16 @@ class BaseAttention(keras.layers.Layer):
             value_mask=value_mask,
             key_mask=key_mask,
             use_causal_mask=use_causal_mask,
+            nd=self._accepts_nd,
         )
         check_positions(self.name, query_positions, query.shape)
         if query_positions is not None:
             query_positions = ops.convert_to_tensor(query_positions)
+        batch_shape = None
+        if len(query.shape) > 3:  # [*batch, T, d]: one batch axis inside, restored below
+            query, value, key, query_mask, value_mask, query_positions, batch_shape = flatten_batch(
+                query, value, key, query_mask, value_mask, query_positions
+            )
         single_step = len(query.shape) == 2
         self._check_query_positions(single_step, query_positions)
         if pooling:
@@ -232,6 +243,9 @@ class BaseAttention(keras.layers.Layer):
         if squeeze:
             output = output[:, 0]
             weights = None if weights is None else weights[:, 0]
+        if batch_shape is not None:
+            output = unflatten_batch(output, batch_shape)
+            weights = unflatten_batch(weights, batch_shape)
         if return_attention_scores:
             return output, weights
         return output
@@ -423,9 +437,12 @@ class BaseAttention(keras.layers.Layer):
 
     # ------------------------------------------------------------------ internals
     def _normalize(self, scores, valid):
-        """Scores to weights over the valid positions: softmax, or tfa's hardmax (one-hot)."""
+        """Scores to weights over the valid positions: softmax, tfa's hardmax (one-hot) or
+        sparsemax (OpenNMT-py's `sparsemax`)."""
         if self.probability_fn == "hardmax":
             return F.masked_hardmax(scores, valid)
+        if self.probability_fn == "sparsemax":
+            return F.masked_sparsemax(scores, valid)
         return F.masked_softmax(scores, valid)
 
     def _dropout(self, weights, training, mask=None):

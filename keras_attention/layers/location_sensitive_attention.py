@@ -32,7 +32,8 @@ class LocationSensitiveAttention(RecurrentAttention):
     recurrence over the T steps; in a cell the cell carries the state.
 
     Args:
-        units: U, the hidden size of the score. Defaults to `None` (the query size).
+        units: U, the hidden size of the score (Tacotron 2's `attention_dim`, 128 there,
+            independent of the query size). Defaults to `None` (the query size).
         filters: Number of location filters. Defaults to `32` (Tacotron 2).
         kernel_size: K, the width of the location filters (odd keeps them centred).
             Defaults to `31` (Tacotron 2).

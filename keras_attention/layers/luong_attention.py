@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
-from keras_attention._validation import check_int
+from keras_attention._validation import check_flag, check_int
 from keras_attention.layers._local_attention import LocalAttentionBase
 from keras_attention.layers._scores import AdditiveScore, DotScore, GeneralScore, Score
 from keras_attention.layers.base_attention import get_identifier
@@ -26,7 +26,8 @@ class LuongAttention(LocalAttentionBase):
     - `"general"`: `e = s · (h_i W_g)`, `W_g` `[d_h, d_s]` (`score_kernel`), the keys `h W_g` made
       once per memory (with local alignment, the equal `(s W_gᵀ) · h_i`, so that one window
       tensor serves as keys and values);
-    - `"concat"`: `e = v · tanh(s W_q + h_i W_k)` (`query_kernel`, `key_kernel`, `score_vector`).
+    - `"concat"`: `e = v · tanh(s W_q + h_i W_k)` (`query_kernel`, `key_kernel`, `score_vector`);
+      with `use_query_bias=True`, `e = v · tanh(s W_q + b_q + h_i W_k)` (`query_bias`).
 
     With `use_scale=True` the score is multiplied by a learned scalar `scale` (initially 1).
     `α = softmax(e)` over the valid memory positions (float32, padding gets exactly 0) and the
@@ -45,7 +46,8 @@ class LuongAttention(LocalAttentionBase):
 
     Rounding is half-up. With `attention_units` set, the layer returns Luong's attentional vector
     `h̃ = act(W_c [s; c])`, `W_c` `[d_s + d_v, attention_units]` (`attention_kernel`), instead of
-    the context.
+    the context; with `use_attention_bias=True`, `h̃ = act(W_c [s; c] + b_c)` (`attention_bias`
+    `[attention_units]`, initially 0).
 
     Args:
         score_mode: `"dot"`, `"general"` or `"concat"`. Defaults to `"dot"`.
@@ -66,14 +68,20 @@ class LuongAttention(LocalAttentionBase):
             `"glorot_uniform"`.
         kernel_regularizer: Regularizer of every kernel and vector. Defaults to `None`.
         kernel_constraint: Constraint of every kernel and vector. Defaults to `None`.
-        probability_fn: `"softmax"`, or `"hardmax"` (tfa's: all the weight on the highest
-            valid score, ties to the first; no gradient reaches the scores; not with
-            `"local_predictive"`). Defaults to `"softmax"`.
+        probability_fn: `"softmax"`, `"hardmax"` (tfa's: all the weight on the highest
+            valid score, ties to the first; no gradient reaches the scores) or `"sparsemax"`
+            (OpenNMT-py's; Martins & Astudillo 2016: the projection of the scores onto the
+            simplex, exact zeros below a threshold); the last two not with
+            `"local_predictive"`. Defaults to `"softmax"`.
         window_implementation: How local windows are computed, with the same results:
             `"auto"` (by measured speed, see `window_plan`), `"blocks"` or `"tiles"` (that
             implementation wherever it can run, the gathered windows elsewhere) or
             `"windows"` (always the gathered windows). Local alignment only. Defaults to
             `"auto"`.
+        use_query_bias: Learn a bias `b_q` `[U]` on the concat score's query projection
+            (OpenNMT-py's `mlp` score). `score_mode="concat"` only. Defaults to `False`.
+        use_attention_bias: Learn a bias `b_c` on h̃ (OpenNMT-py's `linear_out`). Needs
+            `attention_units`. Defaults to `False`.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -134,6 +142,8 @@ class LuongAttention(LocalAttentionBase):
         kernel_constraint: Any = None,
         probability_fn: str = "softmax",
         window_implementation: str = "auto",
+        use_query_bias: bool = False,
+        use_attention_bias: bool = False,
         **kwargs: Any,
     ) -> None:
         if score_mode not in _SCORE_MODES:
@@ -161,7 +171,23 @@ class LuongAttention(LocalAttentionBase):
         self.attention_activation = get_identifier(
             keras.activations.get, "attention_activation", attention_activation
         )
-        self.score = _make_score(score_mode, self.units, self.use_scale, self.alignment)
+        self.use_query_bias = check_flag("use_query_bias", use_query_bias)
+        self.use_attention_bias = check_flag("use_attention_bias", use_attention_bias)
+        if self.use_query_bias and score_mode != "concat":
+            raise ValueError(
+                "`use_query_bias` is a bias on the concat score's query projection: it needs "
+                f"score_mode='concat' (dot and general project no query). Received: "
+                f"use_query_bias=True, score_mode={score_mode!r}"
+            )
+        if self.use_attention_bias and not self.attention_units:
+            raise ValueError(
+                "`use_attention_bias` is a bias on the attentional vector h̃: it needs "
+                "`attention_units` (without it the layer returns the context). Received: "
+                f"use_attention_bias=True, attention_units={attention_units!r}"
+            )
+        self.score = _make_score(
+            score_mode, self.units, self.use_scale, self.alignment, self.use_query_bias
+        )
 
     # ---------------------------------------------------------- the attentional output h̃
     def _build_extra(self, query_dim: int, value_dim: int) -> None:
@@ -170,6 +196,10 @@ class LuongAttention(LocalAttentionBase):
             self.attention_kernel = self._add_kernel(
                 "attention_kernel", (query_dim + value_dim, self.attention_units)
             )
+            if self.use_attention_bias:
+                self.attention_bias = self.add_weight(
+                    name="attention_bias", shape=(self.attention_units,), initializer="zeros"
+                )
 
     def _output_size(self, value_dim):
         return self.attention_units or value_dim
@@ -178,6 +208,8 @@ class LuongAttention(LocalAttentionBase):
         if not self.attention_units:
             return context
         output = F.project(ops.concatenate([query, context], axis=-1), self.attention_kernel)
+        if self.use_attention_bias:
+            output = output + ops.cast(self.attention_bias, output.dtype)
         if self.attention_activation is not None:
             output = self.attention_activation(output)
         return output
@@ -192,16 +224,20 @@ class LuongAttention(LocalAttentionBase):
                 "attention_activation": keras.activations.serialize(self.attention_activation)
                 if self.attention_activation is not None
                 else None,
+                "use_query_bias": self.use_query_bias,
+                "use_attention_bias": self.use_attention_bias,
             }
         )
         return config
 
 
-def _make_score(score_mode: str, units: int | None, use_scale: bool, alignment: str) -> Score:
+def _make_score(
+    score_mode: str, units: int | None, use_scale: bool, alignment: str, query_bias: bool = False
+) -> Score:
     """The score object of a `score_mode`: concat is the additive score (`v · tanh(W[s; h])`
     with `W` split into its query and key halves)."""
     if score_mode == "concat":
-        return AdditiveScore(units=units, use_scale=use_scale)
+        return AdditiveScore(units=units, use_scale=use_scale, query_bias=query_bias)
     if score_mode == "general":
         # s · (h W_g) = (s W_gᵀ) · h: local windows project the query (see `GeneralScore`).
         return GeneralScore(project_query=alignment != "global", use_scale=use_scale)

@@ -32,6 +32,9 @@ class RecurrentAttention(BaseAttention):
 
     state_count: int = 1
 
+    #: The recurrence runs over `[B, T, d_s]` queries: no N-D batch axes (rank 2 or 3 only).
+    _accepts_nd: bool = False
+
     #: Options of the plain layer of the same score (`AdditiveAttention`, `LuongAttention`)
     #: that a recurrent layer does not have (its weights are no softmax that dropout or hardmax
     #: could act on; its alignment is its own): refused by name by the constructor (`_refuse`,

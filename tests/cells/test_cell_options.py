@@ -337,7 +337,7 @@ def test_bad_attention_lists_are_named():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"probability_fn": "sparsemax"}, "probability_fn='sparsemax'"),
+        ({"probability_fn": "entmax"}, "probability_fn='entmax'"),
         (
             {"probability_fn": "hardmax", "alignment": "local_predictive"},
             "alignment='local_predictive'",

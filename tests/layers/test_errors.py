@@ -54,7 +54,7 @@ def test_dot_with_different_sizes_suggests_alternatives():
         (([Q, V, V, V],), "a list of 4 inputs"),
         (
             (np.ones((2, 3, 4, 1), "float32"), V),
-            r"`query`.*rank 2 or 3.*query.shape=\(2, 3, 4, 1\)",
+            r"`value`.*rank of `query` \(4.*query.shape=\(2, 3, 4, 1\), value.shape",
         ),
         ((Q, np.ones((2, 4), "float32")), r"`value`.*value.shape=\(2, 4\)"),
         ((Q, V, np.ones((2, 6, 4), "float32")), "same number of steps"),
@@ -96,3 +96,12 @@ def test_local_monotonic_long_queries_are_clipped_into_the_memory():
     )
     weights = to_numpy(weights)
     np.testing.assert_allclose(weights[0, 5:], np.tile([0, 0.5, 0.5, 0, 0], (7, 1)), atol=1e-7)
+
+
+def test_recurrent_layers_refuse_nd_queries_by_rank():
+    # Their recurrence runs over [B, T, d_s] queries; the N-D form is the global layers'.
+    from keras_attention import LocationSensitiveAttention
+
+    query = np.ones((2, 3, 4, 5), "float32")
+    with pytest.raises(ValueError, match=r"`query`.*rank 2 or 3.*query.shape=\(2, 3, 4, 5\)"):
+        LocationSensitiveAttention(units=4, kernel_size=3)([query, query])

@@ -8,14 +8,15 @@ Every test of that file is here, with the layer swapped; the expected numbers ar
 compares). Left out, each for a documented reason:
 
 - `test_attention_errors`' "must be called on a list": one tensor is attention pooling
-  (`model.add(LuongAttention())`), a documented feature; the other three error cases are kept
-  with our messages.
+  (`model.add(LuongAttention())`), a documented feature; the other three error cases raise
+  Keras' messages (with the layer's name and what was received).
 - `test_attention_invalid_score_mode`: kept, with our message (it lists dot/general/concat).
 - `test_attention_calculate_scores_with_scale` and the three `_calculate_score_mask` tests call
   private methods of `keras.layers.Attention`; the same numbers are checked through the public
   call (`test_scale_scores_match_keras`, `test_causal_and_value_mask_match_keras`).
-- `test_attention_nd_inputs`: queries of rank > 3 (e.g. 4-D from Conv2D) are not supported; the
-  layer raises an error naming the rank instead (`test_nd_inputs_are_refused_clearly`).
+
+`test_attention_nd_inputs` (queries of rank > 3, e.g. 4-D from Conv2D) is Keras' own test: the
+leading axes are one batch axis inside the layer.
 
 Then `keras.src.testing.TestCase.run_layer_test` (Keras' own layer checker: build, symbolic and
 eager calls, output shapes, weights, seed generators, masking, serialisation) on every public
@@ -113,14 +114,12 @@ class AttentionPortTest(testing.TestCase):
     def test_attention_errors(self):
         layer = LuongAttention()
         tensor = np.array([[[1.0, 1.0], [1.0, 1.0]]])
-        with self.assertRaisesRegex(ValueError, "list of 2 tensors"):
+        with self.assertRaisesRegex(ValueError, "length 2 or 3"):
             layer([tensor, tensor, tensor, tensor])
-        with self.assertRaisesRegex(ValueError, "`mask` must be a list"):
+        with self.assertRaisesRegex(ValueError, "layer mask must be a list"):
             layer([tensor, tensor], mask=tensor)
-        # Keras refuses a one-element mask list; ours reads it as [query_mask] (the value mask
-        # left out), so the call succeeds with the query mask applied.
-        output = layer([tensor, tensor], mask=[np.array([[True, False]])])
-        self.assertAllClose(to_numpy(output)[0, 1], [0.0, 0.0])
+        with self.assertRaisesRegex(ValueError, "length 2 or 3"):
+            layer([tensor, tensor], mask=[tensor])
 
     def test_attention_with_dropout(self):
         query = np.array([[[1.0, 0.0], [0.0, 1.0]]])
@@ -182,10 +181,45 @@ class AttentionPortTest(testing.TestCase):
             layer.compute_output_shape([query.shape, value.shape, key.shape]), output.shape
         )
 
-    def test_nd_inputs_are_refused_clearly(self):
+    def test_attention_nd_inputs(self):
+        """Test that Attention handles N-D inputs (e.g. 4D from Conv2D)."""
+        layer = LuongAttention()
         query = np.random.random((2, 8, 6, 4)).astype(np.float32)
-        with self.assertRaisesRegex(ValueError, "rank"):
-            LuongAttention()([query, query])
+        value = np.random.random((2, 8, 6, 4)).astype(np.float32)
+        output = layer([query, value])
+        self.assertEqual(output.shape, (2, 8, 6, 4))
+
+        output, scores = layer([query, value], return_attention_scores=True)
+        self.assertEqual(output.shape, (2, 8, 6, 4))
+        self.assertEqual(scores.shape, (2, 8, 6, 6))
+
+    def test_nd_inputs_match_keras(self):
+        rng = np.random.default_rng(3)
+        query = rng.random((2, 3, 4, 5)).astype("float32")
+        value = rng.random((2, 3, 6, 5)).astype("float32")
+        value_mask = rng.random((2, 3, 6)) > 0.3
+        value_mask[..., 0] = True
+        query_mask = rng.random((2, 3, 4)) > 0.3
+        out_ours, w_ours = LuongAttention()(
+            [query, value], mask=[query_mask, value_mask], return_attention_scores=True
+        )
+        # Keras broadcasts an N-D value mask only when given as [*batch, 1, S] (it expands a
+        # [B, S] mask itself, not [*batch, S]); ours takes the value's own [*batch, S].
+        out_theirs, w_theirs = keras.layers.Attention()(
+            [query, value],
+            mask=[query_mask, value_mask[..., None, :]],
+            return_attention_scores=True,
+        )
+        self.assertAllClose(w_ours, w_theirs, atol=1e-6)
+        self.assertAllClose(out_ours, out_theirs, atol=1e-6)
+        # Local windows over N-D queries: the same as each row on its own.
+        local = LuongAttention("general", alignment="local_monotonic", window_radius=1)
+        out_nd = local([query, value], mask=[query_mask, value_mask])
+        out_3d = local(
+            [query.reshape(6, 4, 5), value.reshape(6, 6, 5)],
+            mask=[query_mask.reshape(6, 4), value_mask.reshape(6, 6)],
+        )
+        self.assertAllClose(to_numpy(out_nd).reshape(6, 4, 5), out_3d, atol=1e-6)
 
     def test_return_attention_scores_true(self):
         query = np.random.random((2, 8, 16)).astype(np.float32)
