@@ -70,11 +70,14 @@ def test_every_floor_takes_the_same_flags(value):
     assert LuongAttention(use_scale=value).use_scale is bool(value)  # layers
     cell = LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(), input_feeding=value)
     assert cell.input_feeding is bool(value)  # cells
+    from keras_attention.decoding import BeamSearch
     from keras_attention.models import Seq2Seq, Translator
 
     model = Seq2Seq(7, 7, units=4, embedding_dim=4, bidirectional=value)  # models
     assert model.encoder.bidirectional is bool(value)
-    assert Translator(model, sample=value, jit_compile=False).sample is bool(value)
+    assert BeamSearch(2, return_beams=value).return_beams is bool(value)  # decoding
+    with pytest.warns(DeprecationWarning):  # 0.2's keyword and mirror attribute
+        assert Translator(model, sample=value, jit_compile=False).sample is bool(value)
 
 
 @pytest.mark.parametrize("value", [2, "yes", None], ids=repr)

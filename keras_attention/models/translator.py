@@ -138,6 +138,8 @@ class Translator:
                 DeprecationWarning,
                 stacklevel=2,
             )
+            if name == "sample":
+                return self._search.kind == "sample"
             return getattr(self._search, name, KEYWORD_DEFAULTS[name])
         raise AttributeError(f"'Translator' object has no attribute {name!r}")
 

@@ -8,6 +8,7 @@ import pytest
 
 keras_tuner = pytest.importorskip("keras_tuner")
 
+from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.models import Seq2Seq  # noqa: E402
 from keras_attention.tuning import Seq2SeqHyperModel  # noqa: E402
 
@@ -78,7 +79,8 @@ def test_random_search_and_the_best_model_reloads(tmp_path):
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(reloaded(x_val)), keras.ops.convert_to_numpy(best(x_val))
     )
-    ids = [keras.ops.convert_to_numpy(m.generate(x_val["source_ids"], 6)["ids"]) for m in
+    search = GreedySearch(6)
+    ids = [keras.ops.convert_to_numpy(m.generate(x_val["source_ids"], search)["ids"]) for m in
            (best, reloaded)]  # fmt: skip
     np.testing.assert_array_equal(*ids)
 
