@@ -65,7 +65,7 @@ class Seq2SeqDecoder(ConfigLayer):
             (ignored for Bahdanau). Defaults to `"global"`.
         window_radius: D of the local window. Defaults to `8`.
         score_units: Units of the additive / concat score (and of local-p's position
-            network): the attention layer's `units`, U. Defaults to `None` (the query size).
+            network): the attention layer's `score_units`, U. Defaults to `None` (the query size).
             Called `attention_dim` up to 0.2.0: that keyword still works, with a
             `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
         input_feeding: Luong's input feeding of `h̃_{t-1}`. Defaults to `True`.
@@ -206,7 +206,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 score_mode=score_mode,
                 alignment=alignment,
                 window_radius=self.window_radius,
-                units=self.score_units,
+                score_units=self.score_units,
                 name="luong_attention",
             )
             return LuongAttentionCell(
@@ -217,7 +217,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 attention_layer = LuongMonotonicAttention(name="monotonic_attention")
             elif score_mode == "concat":
                 attention_layer = BahdanauMonotonicAttention(
-                    units=self.score_units, name="monotonic_attention"
+                    score_units=self.score_units, name="monotonic_attention"
                 )
             else:
                 raise ValueError(
@@ -229,10 +229,10 @@ class Seq2SeqDecoder(ConfigLayer):
             )
         if self.attention == "location_sensitive":
             attention_layer = LocationSensitiveAttention(
-                units=self.score_units, cumulative=True, name="location_sensitive_attention"
+                score_units=self.score_units, cumulative=True, name="location_sensitive_attention"
             )
             return BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
-        attention_layer = AdditiveAttention(units=self.score_units, name="additive_attention")
+        attention_layer = AdditiveAttention(score_units=self.score_units, name="additive_attention")
         return BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
 
     @property

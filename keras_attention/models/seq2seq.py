@@ -392,9 +392,12 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     # ---------------------------------------------------------------- training graph
     def build(self, inputs_shape) -> None:
         source_shape, target_shape = _split_inputs(inputs_shape, "inputs_shape")
-        self.encoder.build(tuple(source_shape))
+        # A part may come built: passed in after use, or deserialised with its build config.
+        if not self.encoder.built:
+            self.encoder.build(tuple(source_shape))
         memory_shape = (*tuple(source_shape), self.encoder.output_dim)
-        self.decoder.build(tuple(target_shape), memory_shape)
+        if not self.decoder.built:
+            self.decoder.build(tuple(target_shape), memory_shape)
         self.built = True
 
     def call(self, inputs, training=None):
