@@ -325,11 +325,10 @@ class LuongAttentionCell(BaseAttentionCell):
     @classmethod
     def from_config(cls, config: dict):
         # Configs saved by 0.1.0 say `units`, by 0.2 `attention_layer_size`: the same size,
-        # loaded silently (a `None` beside a set size is what 0.2 could not have written).
+        # loaded silently. A config edited under an old name beside the new one (a saved
+        # config updated by hand, as tests/compat/tfa do) means the old name's value.
         config = copy.copy(config)
         for old in _OLD_SIZE_NAMES:
             if old in config:
-                size = config.pop(old)
-                if config.get("attention_units") is None:
-                    config["attention_units"] = size
+                config["attention_units"] = config.pop(old)
         return super().from_config(config)
