@@ -6,7 +6,7 @@ Cases (default sizes B=64, T=S=50, d=256; the memory has valid lengths in [S/2, 
   layer(query, memory, value_mask=memory_mask)`, timed for one train step (forward, MSE loss,
   backward, SGD update: `model.train_on_batch`) and one forward pass (`predict_on_batch`):
   `LuongAttention` "general" global, "concat" global, "general" local_monotonic and
-  local_predictive (D = 10), and `AdditiveAttention(units=d)`;
+  local_predictive (D = 10), and `AdditiveAttention(score_units=d)`;
 - `decoder train`: `Embedding(V, d) → AttentionRNN(LuongAttentionCell(LSTMCell(d),
   LuongAttention("general"), units=d))` (input feeding) `→ Dense(V)`, sparse cross-entropy
   from logits, Adam: one `train_on_batch` of target length T over the memory;
@@ -208,7 +208,7 @@ def decoder_model(sizes: Sizes):
     mask = keras.Input((sizes.memory,), dtype="bool", name="memory_mask")
     embedding = keras.layers.Embedding(v, d, name="embedding")
     cell = LuongAttentionCell(
-        keras.layers.LSTMCell(d), LuongAttention("general"), attention_layer_size=d
+        keras.layers.LSTMCell(d), LuongAttention("general"), attention_units=d
     )
     projection = keras.layers.Dense(v, name="logits")
     states = AttentionRNN(cell, name="decoder")(embedding(ids), memory, memory_mask=mask)

@@ -139,7 +139,7 @@ def build_model(T, S, d, vocab, embedded_first=False) -> keras.Model:
     memory_mask = keras.Input((S,), dtype="bool", name="memory_mask")
     embedding = keras.layers.Embedding(vocab, d, name="embedding")
     cell = LuongAttentionCell(
-        keras.layers.LSTMCell(d), LuongAttention("general"), attention_layer_size=d
+        keras.layers.LSTMCell(d), LuongAttention("general"), attention_units=d
     )
     if embedded_first:  # vectors in: the fused decoder cannot fold the table
         rnn = AttentionRNN(cell, name="decoder")

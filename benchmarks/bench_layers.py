@@ -9,8 +9,8 @@ Contenders (B=64, T=S=128, d=256 by default; float32):
 
 - `LuongAttention(score_mode="dot")` vs `keras.layers.Attention()` (the same work: QKᵀ, softmax,
   αV).
-- `AdditiveAttention(units=256)` vs `Dense(256, use_bias=False)` on the query and on the memory
-  followed by `keras.layers.AdditiveAttention()` (use_scale=True, whose `scale` [U] plays the
+- `AdditiveAttention(score_units=256)` vs `Dense(256, use_bias=False)` on the query and on the
+  memory followed by `keras.layers.AdditiveAttention()` (use_scale=True, whose `scale` [U] plays the
   role of our `score_vector`; the value is the raw memory in both). Weights are the same:
   `query_kernel` [d, U], `key_kernel` [d, U], `score_vector` [U].
 - For information (no built-in equivalent): `LuongAttention` "general" and "concat" (U = d).
@@ -115,7 +115,7 @@ def build_contender(kind: str, d: int, units: int, shapes):
         layer.build([q_shape, m_shape])
         return (lambda q, m: layer([q, m])), layer.trainable_variables
     if kind == "additive":
-        layer = AdditiveAttention(units=units)
+        layer = AdditiveAttention(score_units=units)
         layer.build([q_shape, m_shape])
         return (lambda q, m: layer([q, m])), layer.trainable_variables
     if kind == "keras_additive":
@@ -134,7 +134,7 @@ def build_contender(kind: str, d: int, units: int, shapes):
         )
         return forward, variables
     if kind in ("luong_general", "luong_concat"):
-        layer = LuongAttention(score_mode=kind.split("_")[1], units=units)
+        layer = LuongAttention(score_mode=kind.split("_")[1], score_units=units)
         layer.build([q_shape, m_shape])
         return (lambda q, m: layer([q, m])), layer.trainable_variables
     raise ValueError(kind)

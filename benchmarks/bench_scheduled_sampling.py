@@ -60,8 +60,8 @@ def run(name, scheduled_sampling, mode, callback, data, test, epochs, initial, j
         16,
         embedding_dim=16,
         units=32,
-        scheduled_sampling=scheduled_sampling,
-        scheduled_sampling_mode=mode,
+        sampling_probability=scheduled_sampling,
+        sampling_mode=mode,
     )
     model.build({"source_ids": (None, None), "target_ids": (None, None)})
     for mine, theirs in zip(model.trainable_weights, initial, strict=True):

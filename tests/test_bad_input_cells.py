@@ -32,7 +32,7 @@ def _luong(**kwargs):
 
 
 def _bahdanau():
-    return BahdanauAttentionCell(keras.layers.GRUCell(UNITS), AdditiveAttention(units=3))
+    return BahdanauAttentionCell(keras.layers.GRUCell(UNITS), AdditiveAttention(score_units=3))
 
 
 CELLS = {"luong_lstm": _luong, "bahdanau_gru": _bahdanau}
@@ -47,8 +47,8 @@ def _np(x):
     "make, error, match",
     [
         (lambda: _luong(input_feeding="no"), ValueError, "input_feeding='no'"),
-        (lambda: _luong(attention_layer_size="8"), ValueError, "attention_layer_size='8'"),
-        (lambda: _luong(attention_layer_size=True), ValueError, "attention_layer_size=True"),
+        (lambda: _luong(attention_units="8"), ValueError, "attention_units='8'"),
+        (lambda: _luong(attention_units=True), ValueError, "attention_units=True"),
         (lambda: _luong(units="8"), ValueError, "Received: units='8'"),  # the old name
         (lambda: _luong(attention_activation="bogus"), ValueError, "attention_activation='bogus'"),
         (lambda: _luong(kernel_initializer="bogus"), ValueError, "kernel_initializer='bogus'"),

@@ -50,7 +50,7 @@ def _np(x):
         (lambda: Seq2Seq(V_SRC, V_TGT, start_id=2.0), r"start_id=2\.0"),
         (lambda: Seq2Seq(V_SRC, V_TGT, score_units=True), "score_units=True"),
         (lambda: Seq2Seq(V_SRC, V_TGT, embedding_dim=None), "embedding_dim=None"),
-        (lambda: Seq2Seq(V_SRC, V_TGT, decoder_layers="2"), "num_layers='2'"),
+        (lambda: Seq2Seq(V_SRC, V_TGT, decoder_num_layers="2"), "num_layers='2'"),
         (lambda: Seq2Seq(V_SRC, 0), "target_vocabulary_size=0"),
         (lambda: Seq2Seq("13", V_TGT), "source_vocabulary_size='13'"),
         (lambda: Seq2Seq(V_SRC, V_TGT, dropout=None), "dropout=None"),

@@ -68,19 +68,19 @@ CELLS = {
     "luong-lstm-general-local_p": lambda: LuongAttentionCell(
         keras.layers.LSTMCell(6),
         LuongAttention("general", "local_predictive", window_radius=2),
-        attention_layer_size=5,
+        attention_units=5,
     ),
     "luong-stacked-additive-no_feeding": lambda: LuongAttentionCell(
         keras.layers.StackedRNNCells([keras.layers.GRUCell(6), keras.layers.GRUCell(6)]),
-        AdditiveAttention(units=4, normalize=True),
+        AdditiveAttention(score_units=4, normalize=True),
         input_feeding=False,
         attention_activation=None,
     ),
     "bahdanau-gru-additive": lambda: BahdanauAttentionCell(
-        keras.layers.GRUCell(6), AdditiveAttention(units=4)
+        keras.layers.GRUCell(6), AdditiveAttention(score_units=4)
     ),
     "bahdanau-lstm-luong_concat": lambda: BahdanauAttentionCell(
-        keras.layers.LSTMCell(6), LuongAttention("concat", units=3, use_scale=True)
+        keras.layers.LSTMCell(6), LuongAttention("concat", score_units=3, use_scale=True)
     ),
 }
 

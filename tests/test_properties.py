@@ -207,14 +207,17 @@ def _attention(options: dict, dtype: str = "float32"):
     if cache_key not in _LAYERS:
         if options["mode"] == "additive":
             layer = AdditiveAttention(
-                units=3, normalize=options["normalize"], use_scale=options["use_scale"], dtype=dtype
+                score_units=3,
+                normalize=options["normalize"],
+                use_scale=options["use_scale"],
+                dtype=dtype,
             )
         else:
             layer = LuongAttention(
                 options["mode"],
                 options["alignment"],
                 window_radius=options["radius"],
-                units=3,
+                score_units=3,
                 use_scale=options["use_scale"],
                 dtype=dtype,
             )
@@ -552,7 +555,7 @@ _D_Y, _D_MEMORY, _UNITS = 2, 3, 4
 def _rnn_cases():
     return {
         "luong-lstm-general-global-feed": lambda: LuongAttentionCell(
-            keras.layers.LSTMCell(_UNITS), LuongAttention("general"), attention_layer_size=3
+            keras.layers.LSTMCell(_UNITS), LuongAttention("general"), attention_units=3
         ),
         "luong-gru-concat-local_predictive": lambda: LuongAttentionCell(
             keras.layers.GRUCell(_UNITS),
@@ -563,7 +566,7 @@ def _rnn_cases():
             keras.layers.GRUCell(_UNITS), LuongAttention("general", "local_monotonic", 1)
         ),
         "bahdanau-gru-additive": lambda: BahdanauAttentionCell(
-            keras.layers.GRUCell(_UNITS), AdditiveAttention(units=3, normalize=True)
+            keras.layers.GRUCell(_UNITS), AdditiveAttention(score_units=3, normalize=True)
         ),
     }
 

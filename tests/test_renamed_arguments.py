@@ -1,7 +1,7 @@
 """Renamed arguments keep working under their old names (docs/design.md §8 and §9, "Names").
 
-`LuongAttentionCell(units=...)` became `attention_layer_size=` (the size of h̃, tfa's
-`AttentionWrapper` name; `units` is the score's hidden size in the layers): the old keyword
+`LuongAttentionCell(units=...)` became `attention_layer_size=` in 0.2 and `attention_units=`
+since (the size of h̃, as `LuongAttention` names it; issue 43): each old keyword
 gives the same cell with a `DeprecationWarning` naming the new one, old configs load silently,
 `get_config` emits the new name, and the committed 0.1.0 fixture, saved with `units`, loads
 through that path. Also the state that moved off `BaseAttention`: `AdditiveAttention` carries
@@ -56,7 +56,7 @@ def _two_cells(old: dict, new: dict):
 
     def make(kwargs):
         attention = (
-            [LuongAttention("general"), AdditiveAttention(units=3)]
+            [LuongAttention("general"), AdditiveAttention(score_units=3)]
             if isinstance(next(iter(kwargs.values())), list)
             else LuongAttention("general")
         )
@@ -64,7 +64,7 @@ def _two_cells(old: dict, new: dict):
         rnn(y, memory)
         return rnn
 
-    with pytest.warns(DeprecationWarning, match=r"attention_layer_size="):
+    with pytest.warns(DeprecationWarning, match=r"attention_units="):
         old_rnn = make(old)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new name warns about nothing
@@ -73,25 +73,28 @@ def _two_cells(old: dict, new: dict):
     return to_numpy(old_rnn(y, memory)), to_numpy(new_rnn(y, memory)), old_rnn.cell
 
 
+@pytest.mark.parametrize("old_name", ["units", "attention_layer_size"])
 @pytest.mark.parametrize("size", [3, [2, 5]], ids=["int", "list"])
-def test_old_units_keyword_is_attention_layer_size(size):
-    old, new, cell = _two_cells({"units": size}, {"attention_layer_size": size})
+def test_old_size_keywords_are_attention_units(size, old_name):
+    old, new, cell = _two_cells({old_name: size}, {"attention_units": size})
     np.testing.assert_array_equal(old, new)
-    assert cell.attention_layer_size == size
+    assert cell.attention_units == size
     config = cell.get_config()
-    assert config["attention_layer_size"] == size and "units" not in config
+    assert config["attention_units"] == size
+    assert "units" not in config and "attention_layer_size" not in config
 
 
-def test_old_config_loads_silently_and_saves_the_new_name():
-    cell = LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(), attention_layer_size=3)
+@pytest.mark.parametrize("old_name", ["units", "attention_layer_size"])  # 0.1.0, 0.2
+def test_old_config_loads_silently_and_saves_the_new_name(old_name):
+    cell = LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(), attention_units=3)
     config = cell.get_config()
-    config["units"] = config.pop("attention_layer_size")  # what 0.1.0 wrote
+    config[old_name] = config.pop("attention_units")  # what 0.1.0 / 0.2 wrote
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         loaded = LuongAttentionCell.from_config(config)
-    assert loaded.attention_layer_size == 3
-    assert loaded.get_config()["attention_layer_size"] == 3
-    assert "units" not in loaded.get_config()
+    assert loaded.attention_units == 3
+    assert loaded.get_config()["attention_units"] == 3
+    assert old_name not in loaded.get_config()
 
 
 def test_deprecation_names_its_removal_version():
@@ -101,9 +104,11 @@ def test_deprecation_names_its_removal_version():
 
 
 def test_both_names_at_once_are_refused():
-    with pytest.raises(ValueError, match=r"Received: units=3, attention_layer_size=4"):
+    with pytest.raises(ValueError, match=r"Received: units=3, attention_units=4"):
+        LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention(), units=3, attention_units=4)
+    with pytest.raises(ValueError, match=r"Received: attention_layer_size=3, attention_units=4"):
         LuongAttentionCell(
-            keras.layers.LSTMCell(4), LuongAttention(), units=3, attention_layer_size=4
+            keras.layers.LSTMCell(4), LuongAttention(), attention_layer_size=3, attention_units=4
         )
 
 
@@ -122,12 +127,12 @@ def test_fixture_saved_with_the_old_name_loads():
         warnings.simplefilter("error", DeprecationWarning)
         model = keras.saving.load_model(FIXTURE, safe_mode=True)
     (rnn,) = [layer for layer in model.layers if isinstance(layer, AttentionRNN)]
-    assert rnn.cell.attention_layer_size == 3
+    assert rnn.cell.attention_units == 3
     assert rnn.cell.attention_kernel.shape[-1] == 3
 
 
 def test_additive_attention_has_no_luong_only_state():
-    layer = AdditiveAttention(units=3)
+    layer = AdditiveAttention(score_units=3)
     layer(np.ones((1, 2, 4)), np.ones((1, 3, 4)))
     for name in ("alignment", "window_radius", "attention_units", "attention_activation"):
         assert not hasattr(layer, name), name
@@ -238,7 +243,7 @@ def test_seq2seq_old_attention_dim_warns_and_gives_the_same_model():
     old(_IDS), new(_IDS)
     old.set_weights(new.get_weights())  # same shapes, or this raises
     np.testing.assert_array_equal(to_numpy(old(_IDS)), to_numpy(new(_IDS)))
-    assert old.decoder.cell.attention.units == 5
+    assert old.decoder.cell.attention.score_units == 5
     assert dict(old.get_config(), name="") == dict(new.get_config(), name="")
     assert old.get_config()["score_units"] == 5 and "attention_dim" not in old.get_config()
 
@@ -248,16 +253,17 @@ def test_seq2seq_both_attention_names_are_refused():
         Seq2Seq(12, 9, attention_dim=5, score_units=4, **_SEQ2SEQ)
 
 
-def test_attention_units_is_only_luong_attentions_size_of_h_tilde():
-    """One word, one meaning: `attention_units` is `LuongAttention`'s h̃ size, never the models'
-    score size (`score_units`; `attention_units` there was never released, so no alias)."""
+def test_attention_units_is_only_the_size_of_h_tilde():
+    """One word, one meaning: `attention_units` is h̃'s size (`LuongAttention`'s and
+    `LuongAttentionCell`'s), never the models' score size (`score_units`; `attention_units`
+    there was never released, so no alias)."""
     with pytest.raises((TypeError, ValueError), match="attention_units"):
         Seq2Seq(12, 9, attention_units=5, **_SEQ2SEQ)
     with pytest.raises((TypeError, ValueError), match="attention_units"):
         Seq2SeqDecoder(vocabulary_size=9, embedding_dim=4, units=6, attention_units=5)
     layer = LuongAttention("general", attention_units=3)
     assert layer.attention_units == 3 and layer.get_config()["attention_units"] == 3
-    assert not hasattr(layer, "score_units") and "score_units" not in layer.get_config()
+    assert layer.score_units is None and layer.get_config()["score_units"] is None
 
 
 def test_seq2seq_config_with_attention_dim_loads_silently():

@@ -111,11 +111,11 @@ def _attention_layers():
     from keras_attention import layers
 
     return {
-        "AdditiveAttention": lambda: layers.AdditiveAttention(units=3),
-        "BahdanauAttention": lambda: layers.BahdanauAttention(units=3, normalize=True),
-        "BahdanauMonotonicAttention": lambda: layers.BahdanauMonotonicAttention(units=3),
+        "AdditiveAttention": lambda: layers.AdditiveAttention(score_units=3),
+        "BahdanauAttention": lambda: layers.BahdanauAttention(score_units=3, normalize=True),
+        "BahdanauMonotonicAttention": lambda: layers.BahdanauMonotonicAttention(score_units=3),
         "LocationSensitiveAttention": lambda: layers.LocationSensitiveAttention(
-            units=3, filters=2, kernel_size=3
+            score_units=3, filters=2, kernel_size=3
         ),
         "LuongAttention": lambda: layers.LuongAttention("general", "local_predictive", 1, 3),
         "LuongMonotonicAttention": lambda: layers.LuongMonotonicAttention(mode="recursive"),
@@ -310,7 +310,7 @@ def test_load_tfa_weights_reproduces_tfa():
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(manifest["sizes"]["units"]),
         LuongAttention("general"),
-        attention_layer_size=case["wrapper"]["attention_layer_size"],
+        attention_units=case["wrapper"]["attention_units"],
         attention_activation=None,
     )
     rnn = AttentionRNN(cell, return_attention_scores=True, return_state=True)

@@ -103,7 +103,7 @@ CONTRACTS = (
             "attention_activation": ("tanh", "linear", None),  # act in f' = act(...)
             "use_attention_bias": (False,),  # f' has no bias
         },
-        any_value=_LAYER_OPTIONS | {"attention_layer_size", "kernel_initializer"},
+        any_value=_LAYER_OPTIONS | {"attention_units", "kernel_initializer"},
         components=("cell", "attention"),
     ),
     Contract(
@@ -128,12 +128,12 @@ CONTRACTS = (
             "use_query_bias": (False,),  # (concat only, which is not fused)
             "use_attention_bias": (False,),  # (needs attention_units)
         },
-        # `units` sizes local-p's network and the concat score; `window_radius`,
+        # `score_units` sizes local-p's network and the concat score; `window_radius`,
         # `attention_activation` and `seed` serve options the values above rule out
         # (local windows, h̃, dropout: an inference call applies no dropout).
         any_value=_LAYER_OPTIONS
         | _WEIGHT_OPTIONS
-        | {"units", "window_radius", "attention_activation", "seed", "dropout"},
+        | {"score_units", "window_radius", "attention_activation", "seed", "dropout"},
         in_training={"dropout": (0.0,)},
     ),
 )

@@ -32,7 +32,7 @@ class BahdanauAttentionCell(BaseAttentionCell):
 
     >>> import numpy as np, keras
     >>> from keras_attention import AdditiveAttention, AttentionRNN
-    >>> cell = BahdanauAttentionCell(keras.layers.GRUCell(16), AdditiveAttention(units=10))
+    >>> cell = BahdanauAttentionCell(keras.layers.GRUCell(16), AdditiveAttention(score_units=10))
     >>> outputs = AttentionRNN(cell)(np.ones((2, 5, 8)), np.ones((2, 7, 12)))
     >>> tuple(outputs.shape)  # [s_t; c_t]
     (2, 5, 28)

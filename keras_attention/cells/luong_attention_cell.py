@@ -17,8 +17,7 @@ from keras_attention.layers.base_attention import get_identifier
 
 def _check_sizes(sizes: Any, count: int, name: str) -> Any:
     """The size(s) of h̃: None, a positive int (one attention), or one positive int per
-    attention. `name` is the argument the user passed (`attention_layer_size`, or the old
-    `units`)."""
+    attention. `name` is the argument the user passed (`attention_units`, or an old name)."""
 
     def positive(value: Any) -> bool:
         return is_integer(value) and value >= 1
@@ -42,21 +41,32 @@ def _check_sizes(sizes: Any, count: int, name: str) -> Any:
     return int(sizes)
 
 
-def _take_old_units(kwargs: dict, attention_layer_size: Any) -> tuple:
-    """`(size, name)`: the old `units=` argument (popped from `kwargs`, with a
-    `DeprecationWarning`) or `attention_layer_size`, and the name the user passed."""
-    if "units" not in kwargs:
-        return attention_layer_size, "attention_layer_size"
-    units = take_renamed(
+#: The cell's old names of h̃'s size: `units` (0.1.0), `attention_layer_size` (0.2).
+_OLD_SIZE_NAMES = ("units", "attention_layer_size")
+
+
+def _take_old_sizes(kwargs: dict, attention_units: Any) -> tuple:
+    """`(size, name)`: an old keyword for h̃'s size (popped from `kwargs`, with a
+    `DeprecationWarning`) or `attention_units`, and the name the user passed."""
+    given = [old for old in _OLD_SIZE_NAMES if old in kwargs]
+    if len(given) > 1:
+        raise ValueError(
+            "`units` and `attention_layer_size` are both old names of `attention_units`: pass "
+            f"only attention_units. Received: units={kwargs['units']!r}, "
+            f"attention_layer_size={kwargs['attention_layer_size']!r}"
+        )
+    if not given:
+        return attention_units, "attention_units"
+    size = take_renamed(
         kwargs,
         "LuongAttentionCell",
-        "units",
-        "attention_layer_size",
-        attention_layer_size,
-        note="the size of h̃ is now called `attention_layer_size` (tfa's AttentionWrapper name)",
+        given[0],
+        "attention_units",
+        attention_units,
+        note="the size of h̃ is now called `attention_units`, as on LuongAttention",
         stacklevel=3,
     )
-    return units, "units"
+    return size, given[0]
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -67,7 +77,7 @@ class LuongAttentionCell(BaseAttentionCell):
       `x_t = y_{t-1}` without;
     - `c_t` = attention from `s_t` over the memory;
     - the attentional vector `h̃_t = act(W_c [s_t; c_t])`, `W_c`
-      `[d_s + d_h, attention_layer_size]` (`attention_kernel`), with `use_attention_bias=True`
+      `[d_s + d_h, attention_units]` (`attention_kernel`), with `use_attention_bias=True`
       `h̃_t = act(W_c [s_t; c_t] + b_c)` (`attention_bias`, initially 0; one per attention
       layer, `attention_bias_0`, … with several), or with `attention_layer=False` the context
       itself, `h̃_t = c_t`;
@@ -76,15 +86,16 @@ class LuongAttentionCell(BaseAttentionCell):
 
     Several attention layers `attention=[a_1, …, a_n]` all attend from `s_t` over the same
     memory, each with its own `W_c^k` (`attention_kernel_0`, `attention_kernel_1`, …, sizes
-    `attention_layer_size=[n_1, …, n_n]`):
+    `attention_units=[n_1, …, n_n]`):
     `h̃_t = [act(W_c^1 [s_t; c^1_t]); …; act(W_c^n [s_t; c^n_t])]`, or `[c^1_t; …; c^n_t]`
     without attention layer. The attention weights the step returns are then the mean of the n
     layers' weights (a distribution over the memory, `[B, S]`, so that `AttentionRNN`, the
     searches and the plots work unchanged).
 
-    These are the options of TensorFlow Addons' `AttentionWrapper`, under its names:
-    `attention_layer_size` (an int or a list; tfa's `attention_layer_size=None` is
-    `attention_layer=False` here, while `None` here means the default size),
+    These are the options of TensorFlow Addons' `AttentionWrapper`: its
+    `attention_layer_size` is `attention_units` here (the name `LuongAttention` gives h̃'s size;
+    an int or a list; tfa's `attention_layer_size=None` is `attention_layer=False` here, while
+    `None` here means the default size),
     `output_attention`, a list of mechanisms ↔ a list of layers; its `attention_layer` has no
     activation (`attention_activation=None`) and it always feeds the attention
     (`input_feeding=True`). See docs/migrating-from-tfa.md.
@@ -98,11 +109,11 @@ class LuongAttentionCell(BaseAttentionCell):
         attention: A `LuongAttention` or `AdditiveAttention` layer without `attention_units`
             (any score mode and alignment; local_monotonic uses the step index as `p_t`), or a
             list of them.
-        attention_layer_size: Size of `h̃`: an int (one attention layer) or a list with one
+        attention_units: Size of `h̃`: an int (one attention layer) or a list with one
             size per attention layer. Not with `attention_layer=False`. Defaults to `None` (the
-            wrapped cell's output size, for each attention layer). Its old name `units=` is
-            still accepted, with a `DeprecationWarning`, until 0.4.0 (and silently in old
-            configs, also after that).
+            wrapped cell's output size, for each attention layer). Its old names `units=`
+            (0.1.0) and `attention_layer_size=` (0.2) are still accepted, with a
+            `DeprecationWarning`, until 0.4.0 (and silently in old configs, also after that).
         input_feeding: Feed `h̃_{t-1}` to the next step. Defaults to `True`.
         attention_activation: Activation of `h̃`; `None` reproduces tfa's `AttentionWrapper`
             (no activation), for migrating trained weights. Unused without attention layer.
@@ -127,8 +138,8 @@ class LuongAttentionCell(BaseAttentionCell):
     >>> tuple(outputs.shape)
     (2, 5, 16)
     >>> two = LuongAttentionCell(keras.layers.LSTMCell(16),
-    ...     [LuongAttention("general"), AdditiveAttention(units=4)],
-    ...     attention_layer_size=[6, 10])
+    ...     [LuongAttention("general"), AdditiveAttention(score_units=4)],
+    ...     attention_units=[6, 10])
     >>> tuple(AttentionRNN(two)(np.ones((2, 5, 8)), np.ones((2, 7, 12))).shape)
     (2, 5, 16)
 
@@ -141,7 +152,7 @@ class LuongAttentionCell(BaseAttentionCell):
         self,
         cell: Any,
         attention: Any,
-        attention_layer_size: int | list[int] | None = None,
+        attention_units: int | list[int] | None = None,
         input_feeding: bool = True,
         attention_activation: str | None = "tanh",
         kernel_initializer: Any = "glorot_uniform",
@@ -150,9 +161,9 @@ class LuongAttentionCell(BaseAttentionCell):
         use_attention_bias: bool = False,
         **kwargs: Any,
     ) -> None:
-        sizes, name = _take_old_units(kwargs, attention_layer_size)
+        sizes, name = _take_old_sizes(kwargs, attention_units)
         super().__init__(cell, attention, **kwargs)
-        self.attention_layer_size = _check_sizes(sizes, len(self.attentions), name)
+        self.attention_units = _check_sizes(sizes, len(self.attentions), name)
         self.input_feeding = check_flag("input_feeding", input_feeding)
         self.attention_layer = check_flag("attention_layer", attention_layer)
         self.output_attention = check_flag("output_attention", output_attention)
@@ -163,7 +174,7 @@ class LuongAttentionCell(BaseAttentionCell):
                 "(attention_layer=False) h̃ is the context. Received: use_attention_bias=True, "
                 "attention_layer=False"
             )
-        if not self.attention_layer and self.attention_layer_size is not None:
+        if not self.attention_layer and self.attention_units is not None:
             raise ValueError(
                 "Without attention layer (attention_layer=False) h̃ is the context, whose "
                 f"size is the memory's: give no `{name}`. Received: {name}={sizes!r}"
@@ -184,13 +195,13 @@ class LuongAttentionCell(BaseAttentionCell):
     # ---------------------------------------------------------------- sizes
     def _layer_sizes(self) -> list:
         """The output size of each `W_c`."""
-        if isinstance(self.attention_layer_size, list):
-            return list(self.attention_layer_size)
-        return [self.attention_layer_size or self.cell_output_size] * len(self.attentions)
+        if isinstance(self.attention_units, list):
+            return list(self.attention_units)
+        return [self.attention_units or self.cell_output_size] * len(self.attentions)
 
     @property
     def attention_size(self) -> int:
-        """Size of `h̃` (what input feeding feeds): the sum of `attention_layer_size` (each
+        """Size of `h̃` (what input feeding feeds): the sum of `attention_units` (each
         defaulting to the cell's output size), or without attention layer the number of
         attention layers times the memory size."""
         if self.attention_layer:
@@ -298,7 +309,7 @@ class LuongAttentionCell(BaseAttentionCell):
         config = super().get_config()
         config.update(
             {
-                "attention_layer_size": self.attention_layer_size,
+                "attention_units": self.attention_units,
                 "input_feeding": self.input_feeding,
                 "attention_activation": None
                 if self.attention_activation is None
@@ -313,9 +324,11 @@ class LuongAttentionCell(BaseAttentionCell):
 
     @classmethod
     def from_config(cls, config: dict):
-        if "units" in config:  # a config saved before the rename: the same size, silently
-            config = copy.copy(config)
-            units = config.pop("units")
-            if config.get("attention_layer_size") is None:
-                config["attention_layer_size"] = units
+        # Configs saved by 0.1.0 say `units`, by 0.2 `attention_layer_size`: the same size,
+        # loaded silently. A config edited under an old name beside the new one (a saved
+        # config updated by hand, as tests/compat/tfa do) means the old name's value.
+        config = copy.copy(config)
+        for old in _OLD_SIZE_NAMES:
+            if old in config:
+                config["attention_units"] = config.pop(old)
         return super().from_config(config)

@@ -246,7 +246,7 @@ def _conversion_error(error: Exception, model: Any) -> LiteRTConversionError:
     names += sorted(
         set(re.findall(r"failed to legalize operation '(?:tf\.)?(\w+)'", text)) - set(names)
     )
-    config = {k: model.get_config()[k] for k in ("rnn", "attention", "score_mode", "alignment")}
+    config = {k: getattr(model.decoder, k) for k in ("rnn", "attention", "score_mode", "alignment")}
     return LiteRTConversionError(
         "LiteRT's builtin ops cannot express this graph: the converter could not lower "
         f"{', '.join(names) if names else 'some ops'} (model {config}). Converter message "

@@ -102,7 +102,7 @@ class LocalAttentionBase(BaseAttention):
     # ------------------------------------------------------------------ BaseAttention hooks
     def _build_extra(self, query_dim: int, value_dim: int) -> None:
         if self.alignment == "local_predictive":
-            units = self.units or query_dim
+            units = self.score_units or query_dim
             self.position_kernel = self._add_kernel("position_kernel", (query_dim, units))
             self.position_vector = self._add_kernel("position_vector", (units,))
         super()._build_extra(query_dim, value_dim)

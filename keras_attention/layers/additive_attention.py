@@ -6,6 +6,7 @@ from typing import Any
 
 import keras
 
+from keras_attention._deprecation import take_renamed
 from keras_attention._validation import check_flag
 from keras_attention.layers._scores import AdditiveScore
 from keras_attention.layers.base_attention import BaseAttention
@@ -29,7 +30,9 @@ class AdditiveAttention(BaseAttention):
     have different sizes. `BahdanauAttention` is the same class.
 
     Args:
-        units: U, the size of the hidden layer of the score. Defaults to `None` (the query size).
+        score_units: U, the size of the hidden layer of the score. Defaults to `None` (the
+            query size). Called `units` up to 0.2 (still accepted, with a
+            `DeprecationWarning`, until 0.4.0).
         normalize: Use the weight-normalised score. Defaults to `False`.
         use_scale: Whether to learn a scalar multiplying the scores. Defaults to `False`.
         dropout: Dropout rate on the attention weights during training. Defaults to `0.0`.
@@ -61,7 +64,7 @@ class AdditiveAttention(BaseAttention):
 
     >>> import numpy as np
     >>> decoder_state, encoder_outputs = np.ones((2, 16)), np.ones((2, 7, 32))
-    >>> context, weights = AdditiveAttention(units=10)(
+    >>> context, weights = AdditiveAttention(score_units=10)(
     ...     decoder_state, encoder_outputs, return_attention_scores=True)
     >>> tuple(context.shape), tuple(weights.shape)
     ((2, 32), (2, 7))
@@ -74,7 +77,7 @@ class AdditiveAttention(BaseAttention):
 
     def __init__(
         self,
-        units: int | None = None,
+        score_units: int | None = None,
         normalize: bool = False,
         use_scale: bool = False,
         dropout: float = 0.0,
@@ -86,8 +89,9 @@ class AdditiveAttention(BaseAttention):
         use_query_bias: bool = False,
         **kwargs: Any,
     ) -> None:
+        score_units = take_renamed(kwargs, type(self).__name__, "units", "score_units", score_units)
         super().__init__(
-            units=units,
+            score_units=score_units,
             use_scale=use_scale,
             dropout=dropout,
             seed=seed,
@@ -100,7 +104,7 @@ class AdditiveAttention(BaseAttention):
         self.normalize = check_flag("normalize", normalize)
         self.use_query_bias = check_flag("use_query_bias", use_query_bias)
         self.score = AdditiveScore(
-            units=self.units,
+            units=self.score_units,
             normalize=self.normalize,
             query_bias=self.use_query_bias,
             use_scale=self.use_scale,
@@ -110,7 +114,7 @@ class AdditiveAttention(BaseAttention):
         config = super().get_config()
         config.update(
             {
-                "units": self.units,
+                "score_units": self.score_units,
                 "normalize": self.normalize,
                 "use_query_bias": self.use_query_bias,
             }

@@ -6,6 +6,7 @@ from typing import Any
 
 import keras
 
+from keras_attention._deprecation import take_renamed
 from keras_attention._validation import check_flag
 from keras_attention.layers._monotonic import MonotonicAttention
 from keras_attention.layers._scores import AdditiveScore
@@ -34,7 +35,9 @@ class BahdanauMonotonicAttention(MonotonicAttention):
     `LuongAttentionCell` the cell carries `α_{t−1}` `[B, S]` in its state list.
 
     Args:
-        units: U, the hidden size of the score. Defaults to `None` (the query size).
+        score_units: U, the hidden size of the score. Defaults to `None` (the query size).
+            Called `units` up to 0.2 (still accepted, with a
+            `DeprecationWarning`, until 0.4.0).
         normalize: Use the weight-normalised score. Defaults to `False`.
         sigmoid_noise: σ, the standard deviation of the pre-sigmoid noise, added in training
             only (Raffel et al. use 1). Defaults to `0.0`.
@@ -69,7 +72,7 @@ class BahdanauMonotonicAttention(MonotonicAttention):
     Example:
 
     >>> import numpy as np
-    >>> layer = BahdanauMonotonicAttention(units=8, score_bias_init=-1.0)
+    >>> layer = BahdanauMonotonicAttention(score_units=8, score_bias_init=-1.0)
     >>> context, weights = layer(np.ones((2, 3, 4)), np.ones((2, 5, 6)),
     ...                          return_attention_scores=True)
     >>> tuple(context.shape), tuple(weights.shape)
@@ -85,7 +88,7 @@ class BahdanauMonotonicAttention(MonotonicAttention):
 
     def __init__(
         self,
-        units: int | None = None,
+        score_units: int | None = None,
         normalize: bool = False,
         sigmoid_noise: float = 0.0,
         score_bias_init: float = 0.0,
@@ -96,9 +99,10 @@ class BahdanauMonotonicAttention(MonotonicAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
+        score_units = take_renamed(kwargs, type(self).__name__, "units", "score_units", score_units)
         self._refuse(kwargs)
         super().__init__(
-            units=units,
+            score_units=score_units,
             sigmoid_noise=sigmoid_noise,
             score_bias_init=score_bias_init,
             mode=mode,
@@ -110,10 +114,10 @@ class BahdanauMonotonicAttention(MonotonicAttention):
         )
         self.normalize = check_flag("normalize", normalize)
         self.score = AdditiveScore(
-            units=self.units, normalize=self.normalize, bias_init=self.score_bias_init
+            units=self.score_units, normalize=self.normalize, bias_init=self.score_bias_init
         )
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({"units": self.units, "normalize": self.normalize})
+        config.update({"score_units": self.score_units, "normalize": self.normalize})
         return config

@@ -14,12 +14,14 @@ alignments (`layers/recurrent_attention.py`) are the other forms; what only they
 from __future__ import annotations
 
 import contextvars
+import warnings
 from typing import Any, NamedTuple
 
 import keras
 from keras import ops
 
 from keras_attention import functional as F
+from keras_attention._deprecation import REMOVAL, rename_config_key
 from keras_attention._validation import check_flag, check_int, is_number
 from keras_attention.layers._call_inputs import (
     check_list_length,
@@ -68,8 +70,8 @@ class BaseAttention(keras.layers.Layer):
     """Base class of `AdditiveAttention` and `LuongAttention`; not meant to be used directly.
 
     See the subclasses for the call contract. Outputs are `output` or `(output, weights)`. The
-    options here are those every attention layer has; `units` is U, the hidden size of the
-    score's `tanh` layer where the score has one (additive, concat, location-sensitive). A
+    options here are those every attention layer has; `score_units` is U, the hidden size of
+    the score's `tanh` layer where the score has one (additive, concat, location-sensitive). A
     subclass sets `self.score`, its score object (`layers/_scores.py`), in its constructor.
     """
 
@@ -83,7 +85,7 @@ class BaseAttention(keras.layers.Layer):
     def __init__(
         self,
         *,
-        units: int | None = None,
+        score_units: int | None = None,
         use_scale: bool = False,
         dropout: float = 0.0,
         seed: int | None = None,
@@ -99,11 +101,11 @@ class BaseAttention(keras.layers.Layer):
                 f"`probability_fn` must be one of {', '.join(map(repr, _PROBABILITY_FNS))}. "
                 f"Received: probability_fn={probability_fn!r}"
             )
-        check_int("units", units, 1, allow_none=True)
+        check_int("score_units", score_units, 1, allow_none=True)
         if not is_number(dropout) or not (0.0 <= float(dropout) < 1.0):
             raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
         self.probability_fn = probability_fn
-        self.units = None if units is None else int(units)
+        self.score_units = None if score_units is None else int(score_units)
         self.use_scale = check_flag("use_scale", use_scale)
         self.dropout = float(dropout)
         self.seed = seed
@@ -119,6 +121,23 @@ class BaseAttention(keras.layers.Layer):
         if self.dropout > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
         self.supports_masking = True
+
+    @property
+    def units(self) -> int | None:
+        """The old name of `score_units` (U), read with a `DeprecationWarning` until 0.4.0."""
+        warnings.warn(
+            f"{type(self).__name__}.units is deprecated: the score's size is now "
+            f"`score_units` (`units` is a recurrent layer's size everywhere else). `units` will "
+            f"be removed in keras_attention {REMOVAL}.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.score_units
+
+    @classmethod
+    def from_config(cls, config: dict):
+        # Configs saved up to 0.2 say `units` for U: the same size, loaded silently.
+        return super().from_config(rename_config_key(config, "units", "score_units"))
 
     # ------------------------------------------------------------------ weights
     def _add_kernel(self, name: str, shape: tuple, initializer: Any = None):

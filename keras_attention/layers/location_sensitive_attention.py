@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
+from keras_attention._deprecation import take_renamed
 from keras_attention._validation import check_flag, check_int
 from keras_attention.layers._scores import LocationScore
 from keras_attention.layers.recurrent_attention import RecurrentAttention
@@ -32,8 +33,10 @@ class LocationSensitiveAttention(RecurrentAttention):
     recurrence over the T steps; in a cell the cell carries the state.
 
     Args:
-        units: U, the hidden size of the score (Tacotron 2's `attention_dim`, 128 there,
+        score_units: U, the hidden size of the score (Tacotron 2's `attention_dim`, 128 there,
             independent of the query size). Defaults to `None` (the query size).
+            Called `units` up to 0.2 (still accepted, with a
+            `DeprecationWarning`, until 0.4.0).
         filters: Number of location filters. Defaults to `32` (Tacotron 2).
         kernel_size: K, the width of the location filters (odd keeps them centred).
             Defaults to `31` (Tacotron 2).
@@ -61,7 +64,7 @@ class LocationSensitiveAttention(RecurrentAttention):
     Example:
 
     >>> import numpy as np
-    >>> layer = LocationSensitiveAttention(units=8, filters=4, kernel_size=5, cumulative=True)
+    >>> layer = LocationSensitiveAttention(score_units=8, filters=4, kernel_size=5, cumulative=True)
     >>> context, weights, previous, cumulated = layer(
     ...     np.ones((2, 3, 4)), np.ones((2, 7, 6)), return_attention_scores=True,
     ...     return_state=True)
@@ -81,7 +84,7 @@ class LocationSensitiveAttention(RecurrentAttention):
 
     def __init__(
         self,
-        units: int | None = None,
+        score_units: int | None = None,
         filters: int = 32,
         kernel_size: int = 31,
         cumulative: bool = False,
@@ -92,9 +95,10 @@ class LocationSensitiveAttention(RecurrentAttention):
         kernel_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
+        score_units = take_renamed(kwargs, type(self).__name__, "units", "score_units", score_units)
         self._refuse(kwargs)
         super().__init__(
-            units=units,
+            score_units=score_units,
             use_scale=use_scale,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
@@ -112,7 +116,7 @@ class LocationSensitiveAttention(RecurrentAttention):
             filters=self.filters,
             kernel_size=self.kernel_size,
             channels=self.state_count,
-            units=self.units,
+            units=self.score_units,
             normalize=self.normalize,
             use_scale=self.use_scale,
         )
@@ -136,7 +140,7 @@ class LocationSensitiveAttention(RecurrentAttention):
         config = super().get_config()
         config.update(
             {
-                "units": self.units,
+                "score_units": self.score_units,
                 "normalize": self.normalize,
                 "filters": self.filters,
                 "kernel_size": self.kernel_size,

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention import functional as F
+from keras_attention._deprecation import take_renamed
 from keras_attention._validation import check_flag, check_int
 from keras_attention.layers._local_attention import LocalAttentionBase
 from keras_attention.layers._scores import AdditiveScore, DotScore, GeneralScore, Score
@@ -55,8 +56,9 @@ class LuongAttention(LocalAttentionBase):
             `"global"`.
         window_radius: D, the half-width of the local window (non-negative int; at least 1 for
             `"local_predictive"`). Defaults to `10`.
-        units: U, the hidden size of the concat score and of the local-p position network.
-            Defaults to `None` (the query size d_s).
+        score_units: U, the hidden size of the concat score and of the local-p position network.
+            Defaults to `None` (the query size d_s). Called `units` up to 0.2 (still accepted,
+            with a `DeprecationWarning`, until 0.4.0).
         use_scale: Whether to learn a scalar multiplying the scores. Defaults to `False`.
         attention_units: Size of the attentional output h̃; `None` returns the context.
             Defaults to `None`.
@@ -131,7 +133,7 @@ class LuongAttention(LocalAttentionBase):
         score_mode: str = "dot",
         alignment: str = "global",
         window_radius: int = 10,
-        units: int | None = None,
+        score_units: int | None = None,
         use_scale: bool = False,
         attention_units: int | None = None,
         attention_activation: str | None = "tanh",
@@ -146,6 +148,7 @@ class LuongAttention(LocalAttentionBase):
         use_attention_bias: bool = False,
         **kwargs: Any,
     ) -> None:
+        score_units = take_renamed(kwargs, type(self).__name__, "units", "score_units", score_units)
         if score_mode not in _SCORE_MODES:
             raise ValueError(
                 f"`score_mode` must be one of {', '.join(map(repr, _SCORE_MODES))}. "
@@ -154,7 +157,7 @@ class LuongAttention(LocalAttentionBase):
         super().__init__(
             alignment=alignment,
             window_radius=window_radius,
-            units=units,
+            score_units=score_units,
             use_scale=use_scale,
             dropout=dropout,
             seed=seed,
@@ -186,7 +189,7 @@ class LuongAttention(LocalAttentionBase):
                 f"use_attention_bias=True, attention_units={attention_units!r}"
             )
         self.score = _make_score(
-            score_mode, self.units, self.use_scale, self.alignment, self.use_query_bias
+            score_mode, self.score_units, self.use_scale, self.alignment, self.use_query_bias
         )
 
     # ---------------------------------------------------------- the attentional output h̃
@@ -219,7 +222,7 @@ class LuongAttention(LocalAttentionBase):
         config.update(
             {
                 "score_mode": self.score_mode,
-                "units": self.units,
+                "score_units": self.score_units,
                 "attention_units": self.attention_units,
                 "attention_activation": keras.activations.serialize(self.attention_activation)
                 if self.attention_activation is not None

@@ -64,6 +64,7 @@ class LuongMonotonicAttention(MonotonicAttention):
         "alignment",
         "window_radius",
         "window_implementation",
+        "score_units",
         "units",
         "attention_units",
         "attention_activation",

@@ -57,10 +57,10 @@ _MECHANISM_FAMILIES = (
 
 _HINTS = (
     "tfa's LuongAttention maps to LuongAttention('general', use_scale=scale), its "
-    "BahdanauAttention to AdditiveAttention(units, normalize=normalize); AttentionWrapper's "
-    "attention_layer_size n / [n1, n2] to LuongAttentionCell's attention_layer_size=n / "
-    "[n1, n2], None to attention_layer=False; a list of mechanisms to a list of attention "
-    "layers; tfa always feeds the attention (input_feeding=True)."
+    "BahdanauAttention(units) to AdditiveAttention(score_units=units, normalize=normalize); "
+    "AttentionWrapper's attention_layer_size n / [n1, n2] to LuongAttentionCell's "
+    "attention_units=n / [n1, n2], None to attention_layer=False; a list of mechanisms to a "
+    "list of attention layers; tfa always feeds the attention (input_feeding=True)."
 )
 
 
@@ -225,7 +225,7 @@ def load_tfa_weights(cell: Any, checkpoint: str, scope: str | None = None) -> di
     >>> import keras, numpy as np
     >>> from keras_attention import AttentionRNN, LuongAttention, LuongAttentionCell
     >>> cell = LuongAttentionCell(keras.layers.LSTMCell(4), LuongAttention("general"),
-    ...                           attention_layer_size=5, attention_activation=None)
+    ...                           attention_units=5, attention_activation=None)
     >>> _ = AttentionRNN(cell)(np.zeros((1, 2, 3)), np.zeros((1, 5, 4)))  # builds it
     >>> # mapping = load_tfa_weights(cell, "tfa_checkpoints/ckpt-1")
     """

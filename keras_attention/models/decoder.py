@@ -27,6 +27,13 @@ from keras_attention.layers import (
 from keras_attention.models._dropout import HashedDropout
 from keras_attention.models._options import ATTENTION_TYPES, HANDOVERS, ConfigLayer
 
+_DEFAULTS = {
+    "score_units": None,
+    "sampling_probability": None,
+    "sampling_mode": "sample",
+    "sampling_excluded_tokens": None,
+}
+
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class Seq2SeqDecoder(ConfigLayer):
@@ -58,28 +65,52 @@ class Seq2SeqDecoder(ConfigLayer):
             (ignored for Bahdanau). Defaults to `"global"`.
         window_radius: D of the local window. Defaults to `8`.
         score_units: Units of the additive / concat score (and of local-p's position
-            network): the attention layer's `units`, U. Defaults to `None` (the query size).
+            network): the attention layer's `score_units`, U. Defaults to `None` (the query size).
             Called `attention_dim` up to 0.2.0: that keyword still works, with a
             `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
         input_feeding: Luong's input feeding of `h̃_{t-1}`. Defaults to `True`.
         state_handover: `"dense"`, `"copy"` or `"none"`. Defaults to `"dense"`.
         dropout: Dropout on the embeddings and before the projection. Defaults to `0`.
-        scheduled_sampling: Scheduled sampling's initial probability in [0, 1] (see
-            `AttentionRNN(sampling_probability=...)`; the embedding and the projection feed
-            the model's own tokens back in training). Defaults to `None` (off).
-        scheduled_sampling_mode: `"sample"` or `"argmax"`. Defaults to `"sample"`.
-        scheduled_sampling_excluded_tokens: Target ids scheduled sampling never feeds back
-            (`AttentionRNN(sampling_excluded_tokens=...)`). Defaults to `None`; `Seq2Seq`
-            passes its padding id 0 and its `start_id`.
+        sampling_probability: Scheduled sampling's initial probability in [0, 1], as
+            `AttentionRNN(sampling_probability=...)` (the embedding and the projection feed
+            the model's own tokens back in training). Defaults to `None` (off). Called
+            `scheduled_sampling` up to 0.2.
+        sampling_mode: `"sample"` or `"argmax"`, as `AttentionRNN`'s. Defaults to `"sample"`.
+            Called `scheduled_sampling_mode` up to 0.2.
+        sampling_excluded_tokens: Target ids scheduled sampling never feeds back, as
+            `AttentionRNN`'s. Defaults to `None`; a `Seq2Seq` holding the decoder adds its
+            padding id 0 and its `start_id` (a target never holds them). Called
+            `scheduled_sampling_excluded_tokens` up to 0.2.
         **kwargs: Base layer arguments.
+
+    The keywords of 0.2 (`attention_dim`, `scheduled_sampling`, `scheduled_sampling_mode`,
+    `scheduled_sampling_excluded_tokens`) still work, with a `DeprecationWarning`, until 0.4.0;
+    configs saved with them load silently.
+
+    Example:
+
+    >>> from keras_attention.models import Seq2Seq, Seq2SeqEncoder
+    >>> encoder = Seq2SeqEncoder(12, embedding_dim=8, units=8)  # bidirectional: 16 wide
+    >>> decoder = Seq2SeqDecoder(9, embedding_dim=8, units=16, score_mode="dot")
+    >>> model = Seq2Seq(encoder=encoder, decoder=decoder, start_id=2, end_id=3)
+    >>> model.target_vocabulary_size, model.decoder is decoder
+    (9, True)
     """
 
     CONFIG_KEYS = (
         "vocabulary_size", "embedding_dim", "units", "rnn", "num_layers", "attention",
         "score_mode", "alignment", "window_radius", "score_units", "input_feeding",
-        "state_handover", "dropout", "scheduled_sampling", "scheduled_sampling_mode",
-        "scheduled_sampling_excluded_tokens",
+        "state_handover", "dropout", "sampling_probability", "sampling_mode",
+        "sampling_excluded_tokens",
     )  # fmt: skip
+
+    #: The keywords (and config keys) of 0.2 and their names since (docs/design.md §9, Names).
+    RENAMED = {
+        "attention_dim": "score_units",
+        "scheduled_sampling": "sampling_probability",
+        "scheduled_sampling_mode": "sampling_mode",
+        "scheduled_sampling_excluded_tokens": "sampling_excluded_tokens",
+    }
 
     def __init__(
         self,
@@ -96,13 +127,25 @@ class Seq2SeqDecoder(ConfigLayer):
         input_feeding: bool = True,
         state_handover: str = "dense",
         dropout: float = 0.0,
-        scheduled_sampling: float | None = None,
-        scheduled_sampling_mode: str = "sample",
-        scheduled_sampling_excluded_tokens: Any = None,
+        sampling_probability: float | None = None,
+        sampling_mode: str = "sample",
+        sampling_excluded_tokens: Any = None,
         **kwargs: Any,
     ) -> None:
-        score_units = take_renamed(
-            kwargs, "Seq2SeqDecoder", "attention_dim", "score_units", score_units
+        new = {
+            "score_units": score_units,
+            "sampling_probability": sampling_probability,
+            "sampling_mode": sampling_mode,
+            "sampling_excluded_tokens": sampling_excluded_tokens,
+        }
+        for old, name in self.RENAMED.items():
+            new[name] = take_renamed(
+                kwargs, "Seq2SeqDecoder", old, name, new[name], default=_DEFAULTS[name]
+            )
+        score_units, sampling_probability = new["score_units"], new["sampling_probability"]
+        sampling_mode, sampling_excluded_tokens = (
+            new["sampling_mode"],
+            new["sampling_excluded_tokens"],
         )
         super().__init__(**kwargs)
         self._set_common(vocabulary_size, embedding_dim, units, rnn, num_layers, dropout)
@@ -126,23 +169,19 @@ class Seq2SeqDecoder(ConfigLayer):
         ]
         cell = cells[0] if len(cells) == 1 else keras.layers.StackedRNNCells(cells)
         self.cell = self._attention_cell(cell, score_mode, alignment)
-        scheduled_sampling_mode = check_choice(
-            "scheduled_sampling_mode", scheduled_sampling_mode, ("sample", "argmax")
-        )
-        scheduled_sampling = check_probability(
-            "scheduled_sampling", scheduled_sampling, allow_none=True
+        self.sampling_mode = check_choice("sampling_mode", sampling_mode, ("sample", "argmax"))
+        # The initial value (the variable is `sampling_probability`, made at build).
+        self._sampling_probability = check_probability(
+            "sampling_probability", sampling_probability, allow_none=True
         )
         self.rnn_layer = AttentionRNN(
             self.cell,
             return_attention_scores=True,
-            sampling_probability=scheduled_sampling,
-            sampling_mode=scheduled_sampling_mode,
-            sampling_excluded_tokens=scheduled_sampling_excluded_tokens,
+            sampling_probability=self._sampling_probability,
+            sampling_mode=self.sampling_mode,
+            sampling_excluded_tokens=sampling_excluded_tokens,
             name="attention_rnn",
         )
-        self.scheduled_sampling_excluded_tokens = list(self.rnn_layer.sampling_excluded_tokens)
-        self.scheduled_sampling = scheduled_sampling  # (checked above: None or a float)
-        self.scheduled_sampling_mode = scheduled_sampling_mode
         states_per_layer = 2 if self.rnn == "lstm" else 1
         self.bridges = []
         if self.state_handover == "dense":
@@ -167,7 +206,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 score_mode=score_mode,
                 alignment=alignment,
                 window_radius=self.window_radius,
-                units=self.score_units,
+                score_units=self.score_units,
                 name="luong_attention",
             )
             return LuongAttentionCell(
@@ -178,7 +217,7 @@ class Seq2SeqDecoder(ConfigLayer):
                 attention_layer = LuongMonotonicAttention(name="monotonic_attention")
             elif score_mode == "concat":
                 attention_layer = BahdanauMonotonicAttention(
-                    units=self.score_units, name="monotonic_attention"
+                    score_units=self.score_units, name="monotonic_attention"
                 )
             else:
                 raise ValueError(
@@ -190,16 +229,40 @@ class Seq2SeqDecoder(ConfigLayer):
             )
         if self.attention == "location_sensitive":
             attention_layer = LocationSensitiveAttention(
-                units=self.score_units, cumulative=True, name="location_sensitive_attention"
+                score_units=self.score_units, cumulative=True, name="location_sensitive_attention"
             )
             return BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
-        attention_layer = AdditiveAttention(units=self.score_units, name="additive_attention")
+        attention_layer = AdditiveAttention(score_units=self.score_units, name="additive_attention")
         return BahdanauAttentionCell(cell, attention_layer, name="attention_cell")
+
+    @property
+    def sampling_probability(self):
+        """The scheduled-sampling probability (a non-trainable scalar variable, made when the
+        decoder is built), or `None` when scheduled sampling is off."""
+        return self.rnn_layer.sampling_probability
+
+    @property
+    def sampling_excluded_tokens(self) -> list:
+        return list(self.rnn_layer.sampling_excluded_tokens)
+
+    def _exclude_from_sampling(self, tokens) -> None:
+        """Add `tokens` to the ids scheduled sampling never feeds back (`Seq2Seq` adds its
+        padding id and `start_id`, which only it knows)."""
+        excluded = sorted(set(self.rnn_layer.sampling_excluded_tokens) | set(tokens))
+        self.rnn_layer.sampling_excluded_tokens = tuple(excluded)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["sampling_probability"] = self._sampling_probability
+        return config
 
     @classmethod
     def from_config(cls, config: dict):
-        # Configs saved up to 0.2.0 say `attention_dim`: the same size, loaded silently.
-        return super().from_config(rename_config_key(config, "attention_dim", "score_units"))
+        # Configs saved up to 0.2 say `attention_dim`, `scheduled_sampling`, ...: the same
+        # options, loaded silently.
+        for old, new in cls.RENAMED.items():
+            config = rename_config_key(config, old, new)
+        return super().from_config(config)
 
     def build(self, target_ids_shape, memory_shape) -> None:
         target_shape, memory_shape = tuple(target_ids_shape), tuple(memory_shape)
@@ -242,7 +305,7 @@ class Seq2SeqDecoder(ConfigLayer):
             x = self.dropout_layer(embed(self.embedding, target_ids), training=training)
         else:  # the ids themselves: the fused decoder may fold its input kernel into the table
             x = ops.cast(target_ids, "int32")
-        if self.scheduled_sampling is not None:
+        if self._sampling_probability is not None:
             feed_back["output_layer"] = self.projection
         outputs, alignments = self.rnn_layer(
             x,

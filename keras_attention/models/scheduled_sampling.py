@@ -28,7 +28,7 @@ class ScheduledSampling(keras.callbacks.Callback):
     - a callable `epoch -> p`.
 
     The result is clipped to `[0, max_probability]` and assigned to every non-trainable
-    variable named `sampling_probability` of the model (`Seq2Seq(scheduled_sampling=...)`,
+    variable named `sampling_probability` of the model (`Seq2Seq(sampling_probability=...)`,
     `AttentionRNN(sampling_probability=...)`), or to the `variables` given. Each epoch's value
     is added to the logs as `"sampling_probability"` (so it appears in `History`).
 
@@ -113,7 +113,7 @@ class ScheduledSampling(keras.callbacks.Callback):
             if not self._variables:
                 raise ValueError(
                     "ScheduledSampling found no `sampling_probability` variable in the model: "
-                    "build it with `Seq2Seq(scheduled_sampling=0.0)` (or an AttentionRNN with "
+                    "build it with `Seq2Seq(sampling_probability=...)` (or an AttentionRNN with "
                     "`sampling_probability=`), or pass `variables=`. Received: model="
                     f"{self.model.name!r}"
                 )

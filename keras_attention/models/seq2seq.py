@@ -34,6 +34,32 @@ from keras_attention.models.layout import get_layout_map
 from keras_attention.models.translator import Translator
 
 INPUT_NAMES = ("source_ids", "target_ids")
+
+#: The options of the convenience form that belong to the parts, with their defaults. Each is
+#: the part's own name, or that name with the prefix of the part it sizes (`encoder_units`,
+#: `encoder_num_layers`, `decoder_num_layers`): nothing is renamed on its way down.
+PART_OPTIONS = {
+    "embedding_dim": 64, "units": 128, "encoder_units": None, "rnn": "lstm",
+    "encoder_num_layers": 1, "decoder_num_layers": 1, "bidirectional": True,
+    "attention": "luong", "score_mode": "general", "alignment": "global", "window_radius": 8,
+    "score_units": None, "input_feeding": True, "state_handover": "dense", "dropout": 0.0,
+    "sampling_probability": None, "sampling_mode": "sample",
+}  # fmt: skip
+
+#: The decoder's options that the convenience form passes under their own names.
+_DECODER_OPTIONS = (
+    "attention", "score_mode", "alignment", "window_radius", "score_units", "input_feeding",
+    "state_handover", "dropout", "sampling_probability", "sampling_mode",
+)  # fmt: skip
+
+#: The keywords (and config keys) of 0.1/0.2 and their names since (docs/design.md §9, Names).
+RENAMED = {
+    "attention_dim": "score_units",
+    "encoder_layers": "encoder_num_layers",
+    "decoder_layers": "decoder_num_layers",
+    "scheduled_sampling": "sampling_probability",
+    "scheduled_sampling_mode": "sampling_mode",
+}
 _ANY_SHAPE = {"source_ids": (None, None), "target_ids": (None, None)}
 
 
@@ -57,6 +83,18 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     on one worker, where Keras 3 fails before the first step for its own models
     (keras-team/keras#20585, tensorflow/tensorflow#72388; docs/multi-worker-keras-bug.md).
 
+    Two ways to build one. **Composed**: build a `Seq2SeqEncoder` and a `Seq2SeqDecoder`
+    and pass them, `Seq2Seq(encoder=..., decoder=..., start_id=..., end_id=...)`, with the
+    model's own options only (the special ids, `oov_id`, the tokenizers; the vocabulary sizes
+    are the parts'): the model checks that the parts fit (the decoder's dot score against the
+    encoder's output size, a state copy against the encoder's states, the tokenizers against
+    the vocabularies) and saves them whole. **From options** (the convenience form, the
+    arguments below): the model builds both parts, each option passed to the part under the
+    part's own name, or that name with the prefix of the part it belongs to (`encoder_units`
+    is the encoder's `units`, `encoder_num_layers` / `decoder_num_layers` the parts'
+    `num_layers`, `source_`/`target_vocabulary_size` the parts' `vocabulary_size`). Both give
+    the same model: the same weights give the same logits.
+
     Args:
         source_vocabulary_size: Source vocabulary size; defaults to `source_tokenizer`'s.
         target_vocabulary_size: Target vocabulary size; defaults to `target_tokenizer`'s.
@@ -64,8 +102,10 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         units: Units of the decoder cells. Defaults to `128`.
         encoder_units: Units of the encoder RNNs per direction. Defaults to `None` (`units`).
         rnn: `"lstm"` or `"gru"`, both sides. Defaults to `"lstm"`.
-        encoder_layers: Recurrent layers in the encoder. Defaults to `1`.
-        decoder_layers: Stacked cells in the decoder. Defaults to `1`.
+        encoder_num_layers: Recurrent layers in the encoder (its `num_layers`). Defaults
+            to `1`. Called `encoder_layers` up to 0.2.
+        decoder_num_layers: Stacked cells in the decoder (its `num_layers`). Defaults to
+            `1`. Called `decoder_layers` up to 0.2.
         bidirectional: Bidirectional encoder. Defaults to `True`.
         attention: `"luong"`, `"bahdanau"`, `"monotonic"` or `"location_sensitive"`; see
             `Seq2SeqDecoder`. Defaults to `"luong"`.
@@ -74,24 +114,24 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             Defaults to `"global"`.
         window_radius: D of local attention. Defaults to `8`.
         score_units: Units U of the additive / concat score (and of local-p's position
-            network): the attention layer's `units` (`units` here is the decoder cells' size,
-            and h̃'s). Defaults to `None` (the query size). Called
-            `attention_dim` up to 0.2.0: that keyword still works, with a
-            `DeprecationWarning`, until 0.4.0, and configs saved with it load silently.
+            network): the attention layer's `score_units` (`units` here is the decoder cells'
+            size, and h̃'s). Defaults to `None` (the query size). Called `attention_dim` up
+            to 0.2.0.
         input_feeding: Luong input feeding. Defaults to `True`.
         state_handover: `"dense"`, `"copy"` or `"none"`; see `Seq2SeqDecoder`.
             Defaults to `"dense"`.
         dropout: Dropout rate. Defaults to `0`.
         start_id: The id fed at the first decoder step. Defaults to `2`.
         end_id: The id that ends a target. Defaults to `3`.
-        scheduled_sampling: Train with scheduled sampling (Bengio et al., 2015): the initial
-            probability in [0, 1] of feeding the decoder its own sampled previous token
-            instead of the ground truth (`AttentionRNN(sampling_probability=...)`; never
-            the padding id 0 nor `start_id`, which a target does not hold), changed
+        sampling_probability: Train with scheduled sampling (Bengio et al., 2015): the
+            initial probability in [0, 1] of feeding the decoder its own sampled previous
+            token instead of the ground truth (`AttentionRNN(sampling_probability=...)`;
+            never the padding id 0 nor `start_id`, which a target does not hold), changed
             between epochs by the `ScheduledSampling` callback. Teacher-forced evaluation and
-            decoding are unaffected. Defaults to `None` (off).
-        scheduled_sampling_mode: `"sample"` (from the softmax) or `"argmax"`. Defaults to
-            `"sample"`.
+            decoding are unaffected. Defaults to `None` (off). Called `scheduled_sampling`
+            up to 0.2.
+        sampling_mode: `"sample"` (from the softmax) or `"argmax"`. Defaults to
+            `"sample"`. Called `scheduled_sampling_mode` up to 0.2.
         oov_id: The id that source and target ids outside their vocabulary
             (`id < 0` or `id >= vocabulary size`) are mapped to inside the model, in `fit`,
             `evaluate`, `predict`, `generate` and `Translator` alike (e.g. `1`, the `[UNK]` of
@@ -104,7 +144,14 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
             exported function) each embeds as a zero vector, on every backend.
         source_tokenizer: Optional `keras_attention.text` tokenizer of the source side.
         target_tokenizer: Optional tokenizer of the target side.
+        encoder: A `Seq2SeqEncoder` (keyword only, with `decoder`): the composed form, where
+            the options of the parts above must be left out.
+        decoder: A `Seq2SeqDecoder` (keyword only, with `encoder`).
         **kwargs: Base model arguments (`name`, ...).
+
+    The keywords of 0.2 (`attention_dim`, `encoder_layers`, `decoder_layers`,
+    `scheduled_sampling`, `scheduled_sampling_mode`) still work, with a `DeprecationWarning`,
+    until 0.4.0; configs saved with them load silently.
 
     Example:
 
@@ -118,6 +165,17 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     >>> result = model.generate(np.array([[5, 6, 3, 0]]), GreedySearch(max_length=4))
     >>> tuple(result["ids"].shape), tuple(result["alignments"].shape)
     ((1, 4), (1, 4, 4))
+
+    The same model, composed from its parts:
+
+    >>> encoder = Seq2SeqEncoder(12, embedding_dim=64, units=16)
+    >>> decoder = Seq2SeqDecoder(9, embedding_dim=64, units=16)
+    >>> composed = Seq2Seq(encoder=encoder, decoder=decoder)
+    >>> composed.build({"source_ids": (None, None), "target_ids": (None, None)})
+    >>> composed.set_weights(model.get_weights())
+    >>> bool(np.allclose(composed({"source_ids": np.array([[5, 6, 3, 0]]),
+    ...                            "target_ids": np.array([[2, 7, 8]])}), logits, atol=1e-6))
+    True
     """
 
     def __init__(
@@ -128,8 +186,8 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         units: int = 128,
         encoder_units: int | None = None,
         rnn: str = "lstm",
-        encoder_layers: int = 1,
-        decoder_layers: int = 1,
+        encoder_num_layers: int = 1,
+        decoder_num_layers: int = 1,
         bidirectional: bool = True,
         attention: str = "luong",
         score_mode: str = "general",
@@ -141,83 +199,106 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         dropout: float = 0.0,
         start_id: int = 2,
         end_id: int = 3,
-        scheduled_sampling: float | None = None,
-        scheduled_sampling_mode: str = "sample",
+        sampling_probability: float | None = None,
+        sampling_mode: str = "sample",
         source_tokenizer: Any = None,
         target_tokenizer: Any = None,
         oov_id: int | None = None,
+        *,
+        encoder: Seq2SeqEncoder | None = None,
+        decoder: Seq2SeqDecoder | None = None,
         **kwargs: Any,
     ) -> None:
-        score_units = take_renamed(kwargs, "Seq2Seq", "attention_dim", "score_units", score_units)
+        options = {
+            "embedding_dim": embedding_dim, "units": units, "encoder_units": encoder_units,
+            "rnn": rnn, "encoder_num_layers": encoder_num_layers,
+            "decoder_num_layers": decoder_num_layers, "bidirectional": bidirectional,
+            "attention": attention, "score_mode": score_mode, "alignment": alignment,
+            "window_radius": window_radius, "score_units": score_units,
+            "input_feeding": input_feeding, "state_handover": state_handover, "dropout": dropout,
+            "sampling_probability": sampling_probability, "sampling_mode": sampling_mode,
+        }  # fmt: skip
+        for old, new in RENAMED.items():
+            options[new] = take_renamed(
+                kwargs, "Seq2Seq", old, new, options[new], default=PART_OPTIONS[new]
+            )
         super().__init__(**kwargs)
+        if encoder is None and decoder is None:
+            encoder, decoder = self._parts_of_options(
+                (source_vocabulary_size, target_vocabulary_size),
+                (source_tokenizer, target_tokenizer),
+                (start_id, end_id, oov_id),
+                options,
+            )
+        else:
+            self._config = None  # a composed model: its config is its parts' (`get_config`)
+            sizes = _check_parts(encoder, decoder, options)
+            sizes = [
+                _part_size(f"{side}_vocabulary_size", given, size, part)
+                for side, given, size, part in zip(
+                    ("source", "target"),
+                    (source_vocabulary_size, target_vocabulary_size),
+                    sizes,
+                    ("encoder", "decoder"),
+                )
+            ]
+            self._set_vocabularies(
+                sizes, (source_tokenizer, target_tokenizer), start_id, end_id, oov_id
+            )
+        self.encoder, self.decoder = encoder, decoder
+        # The sampler feeds back what a target can hold: never [PAD] nor [START], ids only
+        # the model knows (a decoder built alone cannot exclude them itself).
+        self.decoder._exclude_from_sampling({0, self.start_id} - {self.end_id})
+
+    def _parts_of_options(self, sizes, tokenizers, ids, options: dict) -> tuple:
+        """The encoder and decoder of the convenience form, each option passed under the
+        part's own name (`encoder_units` → the encoder's `units`, `decoder_num_layers` → the
+        decoder's `num_layers`: the prefix says which part); keeps the config it writes."""
         source_vocabulary_size, target_vocabulary_size = self._set_vocabularies(
-            (source_vocabulary_size, target_vocabulary_size),
-            (source_tokenizer, target_tokenizer),
-            start_id,
-            end_id,
-            oov_id,
+            sizes, tokenizers, *ids
         )
-        units = check_int("units", units, minimum=1)
+        o = dict(options)
+        units = check_int("units", o["units"], minimum=1)
         encoder_units = check_int(
-            "encoder_units", units if encoder_units is None else encoder_units, minimum=1
+            "encoder_units", units if o["encoder_units"] is None else o["encoder_units"], minimum=1
         )
         self._config = {
             "source_vocabulary_size": source_vocabulary_size,
             "target_vocabulary_size": target_vocabulary_size,
-            "embedding_dim": embedding_dim,
+            **o,
             "units": units,
             "encoder_units": encoder_units,
-            "rnn": rnn,
-            "encoder_layers": encoder_layers,
-            "decoder_layers": decoder_layers,
-            "bidirectional": bidirectional,
-            "attention": attention,
-            "score_mode": score_mode,
-            "alignment": alignment,
-            "window_radius": window_radius,
-            "score_units": score_units,
-            "input_feeding": input_feeding,
-            "state_handover": state_handover,
-            "dropout": dropout,
             "start_id": self.start_id,
             "end_id": self.end_id,
         }
-        if scheduled_sampling is not None:  # (absent keys keep older configs identical)
-            self._config["scheduled_sampling"] = scheduled_sampling
-            self._config["scheduled_sampling_mode"] = scheduled_sampling_mode
+        for key in ("sampling_probability", "sampling_mode"):
+            del self._config[key]
+        if o["sampling_probability"] is not None:  # (absent keys keep older configs identical)
+            self._config["sampling_probability"] = o["sampling_probability"]
+            self._config["sampling_mode"] = o["sampling_mode"]
         if self.oov_id is not None:
             self._config["oov_id"] = self.oov_id
-        _check_dot_sizes(attention, score_mode, units, encoder_units, bidirectional)
-        self.encoder = Seq2SeqEncoder(
+        _check_dot_sizes(o["attention"], o["score_mode"], units, encoder_units, o["bidirectional"])
+        encoder = Seq2SeqEncoder(
             source_vocabulary_size,
-            embedding_dim,
+            o["embedding_dim"],
             encoder_units,
-            rnn=rnn,
-            num_layers=encoder_layers,
-            bidirectional=bidirectional,
-            dropout=dropout,
+            rnn=o["rnn"],
+            num_layers=o["encoder_num_layers"],
+            bidirectional=o["bidirectional"],
+            dropout=o["dropout"],
             name="encoder",
         )
-        self.decoder = Seq2SeqDecoder(
+        decoder = Seq2SeqDecoder(
             target_vocabulary_size,
-            embedding_dim,
+            o["embedding_dim"],
             units,
-            rnn=rnn,
-            num_layers=decoder_layers,
-            attention=attention,
-            score_mode=score_mode,
-            alignment=alignment,
-            window_radius=window_radius,
-            score_units=score_units,
-            input_feeding=input_feeding,
-            state_handover=state_handover,
-            dropout=dropout,
-            scheduled_sampling=scheduled_sampling,
-            scheduled_sampling_mode=scheduled_sampling_mode,
-            # The sampler feeds back what a target can hold: never [PAD] nor [START].
-            scheduled_sampling_excluded_tokens=sorted({0, self.start_id} - {self.end_id}),
+            rnn=o["rnn"],
+            num_layers=o["decoder_num_layers"],
+            **{key: o[key] for key in _DECODER_OPTIONS},
             name="decoder",
         )
+        return encoder, decoder
 
     def _set_vocabularies(self, sizes, tokenizers, start_id, end_id, oov_id) -> tuple:
         """Check the tokenizers, vocabulary sizes and special ids and keep them (the tokenizers,
@@ -244,17 +325,17 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
 
     @property
     def source_vocabulary_size(self) -> int:
-        return self._config["source_vocabulary_size"]
+        return self.encoder.vocabulary_size
 
     @property
     def target_vocabulary_size(self) -> int:
-        return self._config["target_vocabulary_size"]
+        return self.decoder.vocabulary_size
 
     @property
     def sampling_probability(self):
         """The scheduled-sampling probability (a non-trainable scalar variable, created when
         the model is built), or `None` when scheduled sampling is off."""
-        return self.decoder.rnn_layer.sampling_probability
+        return self.decoder.sampling_probability
 
     # ---------------------------------------------------------------- out-of-vocabulary ids
     def _in_vocabulary(self, ids, side: str):
@@ -311,9 +392,12 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
     # ---------------------------------------------------------------- training graph
     def build(self, inputs_shape) -> None:
         source_shape, target_shape = _split_inputs(inputs_shape, "inputs_shape")
-        self.encoder.build(tuple(source_shape))
+        # A part may come built: passed in after use, or deserialised with its build config.
+        if not self.encoder.built:
+            self.encoder.build(tuple(source_shape))
         memory_shape = (*tuple(source_shape), self.encoder.output_dim)
-        self.decoder.build(tuple(target_shape), memory_shape)
+        if not self.decoder.built:
+            self.decoder.build(tuple(target_shape), memory_shape)
         self.built = True
 
     def call(self, inputs, training=None):
@@ -472,7 +556,18 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
 
     # ---------------------------------------------------------------- serialization
     def get_config(self) -> dict:
-        config = {"name": self.name, **self._config}
+        if self._config is None:  # composed: the parts, serialised, and the model's own ids
+            config = {
+                "name": self.name,
+                "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "decoder": keras.saving.serialize_keras_object(self.decoder),
+                "start_id": self.start_id,
+                "end_id": self.end_id,
+            }
+            if self.oov_id is not None:
+                config["oov_id"] = self.oov_id
+        else:
+            config = {"name": self.name, **self._config}
         for key in ("source_tokenizer", "target_tokenizer"):
             tokenizer = getattr(self, key)
             config[key] = (
@@ -482,12 +577,18 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
 
     @classmethod
     def from_config(cls, config: dict):
-        # Files saved up to 0.2.0 say `attention_dim`: the same size, loaded silently.
-        config = rename_config_key(copy.deepcopy(config), "attention_dim", "score_units")
+        # Files saved up to 0.2 say `attention_dim`, `encoder_layers`, ...: the same options
+        # under their old names, loaded silently.
+        config = copy.deepcopy(config)
+        for old, new in RENAMED.items():
+            config = rename_config_key(config, old, new)
         for key in ("source_tokenizer", "target_tokenizer"):
             if config.get(key) is not None:
                 import keras_attention.text  # noqa: F401  (registers the tokenizer classes)
 
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        for key in ("encoder", "decoder"):
+            if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         model = cls(**config)
         # Built here, before Keras loads the weights: a `.keras` file whose `build_config` is
@@ -501,6 +602,67 @@ class Seq2Seq(MultiWorkerMixin, keras.Model):
         configuration only, so the `input_shape` a file records is not needed (nor trusted)."""
         if not self.built:
             self.build(_ANY_SHAPE)
+
+
+def _check_parts(encoder: Any, decoder: Any, options: dict) -> tuple:
+    """Check that `encoder` and `decoder` are the two parts, that no part option was given
+    beside them, and that they fit each other; returns their vocabulary sizes."""
+    for name, part, cls in (
+        ("encoder", encoder, Seq2SeqEncoder),
+        ("decoder", decoder, Seq2SeqDecoder),
+    ):
+        if part is None:
+            other, given = ("decoder", decoder) if name == "encoder" else ("encoder", encoder)
+            raise ValueError(
+                f"A composed Seq2Seq takes both parts: give `{name}` with `{other}`. "
+                f"Received: {name}=None, {other}={type(given).__name__}"
+            )
+        if not isinstance(part, cls):
+            raise TypeError(
+                f"`{name}` must be a keras_attention.models.{cls.__name__}. "
+                f"Received: {name}={part!r}"
+            )
+    given = {k: v for k, v in options.items() if not _same(v, PART_OPTIONS[k])}
+    if given:
+        key, value = next(iter(given.items()))
+        raise ValueError(
+            f"`{key}` is an option of the parts, not of a Seq2Seq given `encoder` and "
+            f"`decoder`: set it on the Seq2SeqEncoder / Seq2SeqDecoder. Received: "
+            f"{key}={value!r}"
+        )
+    memory_dim = encoder.output_dim
+    if decoder.attention == "luong" and str(decoder.score_mode).lower() == "dot":
+        if memory_dim != decoder.units:
+            raise ValueError(
+                "The decoder's score_mode='dot' compares its state (`decoder.units`) with the "
+                "encoder outputs (`encoder.units`, doubled when `encoder.bidirectional`), so "
+                f"their sizes must match. Received: decoder.units={decoder.units}, "
+                f"encoder.units={encoder.units}, encoder.bidirectional={encoder.bidirectional} "
+                f"(encoder outputs of size {memory_dim})"
+            )
+    if decoder.state_handover == "copy":
+        if memory_dim != decoder.units or encoder.rnn != decoder.rnn:
+            raise ValueError(
+                "The decoder's state_handover='copy' starts it from the encoder's final states "
+                "as they are: the same `rnn` and a state of the decoder's size. Received: "
+                f"encoder.rnn={encoder.rnn!r}, decoder.rnn={decoder.rnn!r}, encoder state size "
+                f"{memory_dim}, decoder.units={decoder.units} (use state_handover='dense')"
+            )
+    return encoder.vocabulary_size, decoder.vocabulary_size
+
+
+def _same(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def _part_size(name: str, given: Any, size: int, part: str) -> int:
+    """A vocabulary size given beside the parts must be the part's."""
+    if given is not None and given != size:
+        raise ValueError(
+            f"`{name}` must be the {part}'s `vocabulary_size` ({size}) when the {part} is "
+            f"given. Received: {name}={given!r}, {part}.vocabulary_size={size}"
+        )
+    return size
 
 
 def _check_dot_sizes(attention, score_mode, units: int, encoder_units: int, bidirectional) -> None:

@@ -181,7 +181,7 @@ def build_model(settings: Settings, source_size: int, target_size: int) -> Seq2S
         units=settings.units,
         encoder_units=max(1, settings.units // 2),
         rnn=settings.rnn,
-        encoder_layers=settings.encoder_layers,
+        encoder_num_layers=settings.encoder_layers,
         attention=settings.attention,
         dropout=settings.dropout,
     )

@@ -36,7 +36,7 @@ def _luong_gru_local_m():
         keras.layers.GRUCell(UNITS),
         LuongAttention("concat", "local_monotonic", window_radius=2),
         input_feeding=False,
-        attention_layer_size=10,
+        attention_units=10,
     )
 
 
@@ -49,7 +49,7 @@ def _luong_lstm_local_p():
 
 
 def _bahdanau_gru():
-    return BahdanauAttentionCell(keras.layers.GRUCell(UNITS), AdditiveAttention(units=9))
+    return BahdanauAttentionCell(keras.layers.GRUCell(UNITS), AdditiveAttention(score_units=9))
 
 
 def _bahdanau_stacked():
@@ -65,8 +65,8 @@ def _luong_two_attentions():
     """tfa-style: two attention layers (one hardmax), a W_c each, the cell output s_t out."""
     return LuongAttentionCell(
         keras.layers.LSTMCell(UNITS),
-        [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(units=5)],
-        attention_layer_size=[4, 6],
+        [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(score_units=5)],
+        attention_units=[4, 6],
         output_attention=False,
         attention_activation=None,
     )
@@ -248,8 +248,8 @@ def test_bad_cell_and_attention():
         BahdanauAttentionCell(keras.layers.GRUCell(3), LuongAttention(attention_units=4))
     with pytest.raises(TypeError, match="`cell` must be a BahdanauAttentionCell"):
         AttentionRNN(keras.layers.LSTMCell(3))
-    with pytest.raises(ValueError, match="attention_layer_size=0"):
-        LuongAttentionCell(keras.layers.LSTMCell(3), LuongAttention(), attention_layer_size=0)
+    with pytest.raises(ValueError, match="attention_units=0"):
+        LuongAttentionCell(keras.layers.LSTMCell(3), LuongAttention(), attention_units=0)
 
 
 def test_bad_call_inputs():

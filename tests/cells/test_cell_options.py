@@ -1,7 +1,7 @@
 """LuongAttentionCell's AttentionWrapper options and the hardmax probability function.
 
 `attention_layer=False` (h̃ is the context), `output_attention=False` (the cell outputs s_t while
-h̃ is fed), several attention layers with one `W_c` each (`attention_layer_size` a list) or
+h̃ is fed), several attention layers with one `W_c` each (`attention_units` a list) or
 without attention layer, and `probability_fn="hardmax"` on the attention layers: against the
 float64 NumPy decoders of tests/reference_cells.py (memory padding full of garbage, decoder
 padding with a hole); `.keras` round trips with safe loading; greedy search over a cell with
@@ -63,10 +63,10 @@ def _ref_kwargs(layer):
 def _attentions(names):
     made = {
         "general": lambda: LuongAttention("general"),
-        "concat": lambda: LuongAttention("concat", units=3),
-        "additive": lambda: AdditiveAttention(units=3, normalize=True),
+        "concat": lambda: LuongAttention("concat", score_units=3),
+        "additive": lambda: AdditiveAttention(score_units=3, normalize=True),
         "general-hardmax": lambda: LuongAttention("general", probability_fn="hardmax"),
-        "additive-hardmax": lambda: AdditiveAttention(units=3, probability_fn="hardmax"),
+        "additive-hardmax": lambda: AdditiveAttention(score_units=3, probability_fn="hardmax"),
         "general-localm-hardmax": lambda: LuongAttention(
             "general", "local_monotonic", window_radius=1, probability_fn="hardmax"
         ),
@@ -81,9 +81,9 @@ CASES = [
         "lstm-output-cell-linear",
         "lstm",
         ["additive"],
-        {"output_attention": False, "attention_layer_size": 3, "attention_activation": None},
+        {"output_attention": False, "attention_units": 3, "attention_activation": None},
     ),
-    ("lstm-two-layers", "lstm", ["general", "additive"], {"attention_layer_size": [2, 4]}),
+    ("lstm-two-layers", "lstm", ["general", "additive"], {"attention_units": [2, 4]}),
     ("gru-two-no-attention-layer", "gru", ["concat", "general"], {"attention_layer": False}),
     (
         "lstm-two-output-cell-default-units",
@@ -96,7 +96,7 @@ CASES = [
         "lstm-hardmax-two",
         "lstm",
         ["additive-hardmax", "general-localm-hardmax"],
-        {"attention_layer_size": [3, 3]},
+        {"attention_units": [3, 3]},
     ),
 ]
 
@@ -180,8 +180,8 @@ def _several_model():
     memory = keras.Input((None, D_H))
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(UNITS),
-        [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(units=3)],
-        attention_layer_size=[2, 3],
+        [LuongAttention("general", probability_fn="hardmax"), AdditiveAttention(score_units=3)],
+        attention_units=[2, 3],
         output_attention=False,
         attention_activation=None,
     )
@@ -207,7 +207,7 @@ def test_keras_round_trip_with_safe_mode(tmp_path):
         np.testing.assert_array_equal(to_numpy(got), want)
     configs = [layer.get_config() for layer in loaded.layers if isinstance(layer, AttentionRNN)]
     luong = [c["cell"]["config"] for c in configs]
-    assert any(c["attention_layer_size"] == [2, 3] and not c["output_attention"] for c in luong)
+    assert any(c["attention_units"] == [2, 3] and not c["output_attention"] for c in luong)
     assert not any("units" in c for c in luong)  # configs emit the new name only
     assert any(not c["attention_layer"] for c in luong)
 
@@ -222,7 +222,7 @@ def test_greedy_search_with_several_attentions_equals_teacher_forcing():
     projection = keras.layers.Dense(vocab)
     cell = LuongAttentionCell(
         keras.layers.GRUCell(UNITS),
-        [LuongAttention("general"), AdditiveAttention(units=3)],
+        [LuongAttention("general"), AdditiveAttention(score_units=3)],
         attention_layer=False,
     )
     step_fn = make_step_fn(cell, embedding, projection, memory, mask)
@@ -251,8 +251,8 @@ def test_beam_search_scores_equal_teacher_forced_log_probabilities():
     projection = keras.layers.Dense(vocab)
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(UNITS),
-        [AdditiveAttention(units=3), LuongAttention("general", probability_fn="hardmax")],
-        attention_layer_size=[3, 2],
+        [AdditiveAttention(score_units=3), LuongAttention("general", probability_fn="hardmax")],
+        attention_units=[3, 2],
         output_attention=False,
     )
     step_fn = make_step_fn(cell, embedding, projection, memory, mask, beam_width=width)
@@ -292,23 +292,23 @@ def _cell(**kwargs):
     "kwargs, message",
     [
         (
-            {"attention": [LuongAttention(), LuongAttention()], "attention_layer_size": 3},
-            "attention_layer_size=3",
+            {"attention": [LuongAttention(), LuongAttention()], "attention_units": 3},
+            "attention_units=3",
         ),
         (
-            {"attention": [LuongAttention(), LuongAttention()], "attention_layer_size": [3]},
-            r"attention_layer_size=\[3\]",
+            {"attention": [LuongAttention(), LuongAttention()], "attention_units": [3]},
+            r"attention_units=\[3\]",
         ),
         (
-            {"attention": [LuongAttention(), LuongAttention()], "attention_layer_size": [3, 0]},
-            r"attention_layer_size=\[3, 0\]",
+            {"attention": [LuongAttention(), LuongAttention()], "attention_units": [3, 0]},
+            r"attention_units=\[3, 0\]",
         ),
-        ({"attention_layer_size": [2.5]}, r"attention_layer_size=\[2.5\]"),
-        ({"attention_layer": False, "attention_layer_size": 3}, "attention_layer_size=3"),
+        ({"attention_units": [2.5]}, r"attention_units=\[2.5\]"),
+        ({"attention_layer": False, "attention_units": 3}, "attention_units=3"),
         # The old name: the error names the argument the user passed.
         ({"attention": [LuongAttention(), LuongAttention()], "units": 3}, "Received: units=3"),
         ({"attention_layer": False, "units": 3}, "Received: units=3"),
-        ({"units": 3, "attention_layer_size": 3}, "units=3, attention_layer_size=3"),
+        ({"units": 3, "attention_units": 3}, "units=3, attention_units=3"),
         ({"output_attention": False, "input_feeding": False}, "input_feeding=False"),
         ({"attention_layer": "no"}, "attention_layer='no'"),
         ({"output_attention": 2}, "output_attention=2"),
@@ -360,8 +360,8 @@ def test_prepared_memory_is_a_named_type():
 
     memory = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
     mask = np.array([[True, True, False], [True, True, True]])
-    layers = [LuongAttention("concat", units=5), LuongAttention("dot")]
-    cell = LuongAttentionCell(keras.layers.LSTMCell(4), layers, attention_layer_size=[4, 4])
+    layers = [LuongAttention("concat", score_units=5), LuongAttention("dot")]
+    cell = LuongAttentionCell(keras.layers.LSTMCell(4), layers, attention_units=[4, 4])
     prepared = cell.prepare_memory(keras.ops.convert_to_tensor(memory), mask)
     assert isinstance(prepared, CellMemory) and len(prepared.attentions) == 2
     assert all(isinstance(p, PreparedMemory) for p in prepared.attentions)
@@ -379,7 +379,7 @@ def test_attention_layer_kernels_is_the_public_view_of_w_c():
     two = LuongAttentionCell(
         keras.layers.LSTMCell(4),
         [LuongAttention("dot"), LuongAttention("general")],
-        attention_layer_size=[3, 5],
+        attention_units=[3, 5],
     )
     assert two.attention_layer_kernels == []  # not built yet
     two.build((2, 6), (2, 7, 4))

@@ -119,7 +119,12 @@ LUONG_CASES = [
         "gru-concat-localp-feed-init",
         "gru",
         LuongAttention,
-        {"score_mode": "concat", "alignment": "local_predictive", "window_radius": 2, "units": 4},
+        {
+            "score_mode": "concat",
+            "alignment": "local_predictive",
+            "window_radius": 2,
+            "score_units": 4,
+        },
         True,
         "tanh",
         True,
@@ -137,7 +142,7 @@ LUONG_CASES = [
         "lstm-concat-global-feed-linear-init",
         "lstm",
         LuongAttention,
-        {"score_mode": "concat", "units": 5},
+        {"score_mode": "concat", "score_units": 5},
         True,
         None,
         True,
@@ -164,7 +169,7 @@ LUONG_CASES = [
         "lstm-additive-normalize-feed-init",
         "lstm",
         AdditiveAttention,
-        {"units": 4, "normalize": True, "use_scale": True},
+        {"score_units": 4, "normalize": True, "use_scale": True},
         True,
         "tanh",
         True,
@@ -183,7 +188,7 @@ def test_luong_decoder_matches_reference(seed, case):
     cell = LuongAttentionCell(
         CELLS[kind][0](UNITS),
         cls(**kwargs),
-        attention_layer_size=4,
+        attention_units=4,
         input_feeding=input_feeding,
         attention_activation=activation,
     )
@@ -214,12 +219,12 @@ def test_luong_decoder_matches_reference(seed, case):
 
 # (id, cell kind, attention class, attention kwargs, encoder state)
 BAHDANAU_CASES = [
-    ("gru-additive", "gru", AdditiveAttention, {"units": 5}, False),
+    ("gru-additive", "gru", AdditiveAttention, {"score_units": 5}, False),
     (
         "lstm-additive-normalize-scale-init",
         "lstm",
         AdditiveAttention,
-        {"units": 5, "normalize": True, "use_scale": True},
+        {"score_units": 5, "normalize": True, "use_scale": True},
         True,
     ),
     ("gru-luong-general-init", "gru", LuongAttention, {"score_mode": "general"}, True),
@@ -295,7 +300,7 @@ def test_return_sequences_false_is_the_last_valid_step(kind):
     y, memory, mask, tmask = _data(rng, 5)
     attention = LuongAttention("general", "local_monotonic", window_radius=1)
     if kind == "luong":
-        cell = LuongAttentionCell(keras.layers.GRUCell(UNITS), attention, attention_layer_size=4)
+        cell = LuongAttentionCell(keras.layers.GRUCell(UNITS), attention, attention_units=4)
     else:
         cell = BahdanauAttentionCell(keras.layers.GRUCell(UNITS), attention)
     rnn = _build(AttentionRNN(cell, return_sequences=False), y, memory, mask)
@@ -328,7 +333,7 @@ def test_stacked_cells_match_reference(kind):
     rng = np.random.default_rng(13)
     y, memory, mask, tmask = _data(rng, 5)
     stacked = keras.layers.StackedRNNCells([keras.layers.GRUCell(4), keras.layers.LSTMCell(UNITS)])
-    attention = AdditiveAttention(units=5)
+    attention = AdditiveAttention(score_units=5)
     if kind == "luong":
         cell = LuongAttentionCell(stacked, attention)
     else:
@@ -360,7 +365,7 @@ def test_luong_full_initial_state_feeds_h_tilde_0():
     rng = np.random.default_rng(17)
     y, memory, mask, tmask = _data(rng, 5)
     cell = LuongAttentionCell(
-        keras.layers.LSTMCell(UNITS), LuongAttention("general"), attention_layer_size=4
+        keras.layers.LSTMCell(UNITS), LuongAttention("general"), attention_units=4
     )
     rnn = _build(
         AttentionRNN(cell, return_attention_scores=True, return_state=True), y, memory, mask
@@ -394,7 +399,7 @@ STEP_CASES = {
         input_feeding=False,
     ),
     "bahdanau-gru-additive": lambda: BahdanauAttentionCell(
-        keras.layers.GRUCell(UNITS), AdditiveAttention(units=5)
+        keras.layers.GRUCell(UNITS), AdditiveAttention(score_units=5)
     ),
     "bahdanau-lstm-general": lambda: BahdanauAttentionCell(
         keras.layers.LSTMCell(UNITS), LuongAttention("general")
@@ -475,7 +480,7 @@ def test_gradients_reach_the_encoder(kind):
     if kind == "luong":
         cell = LuongAttentionCell(keras.layers.LSTMCell(dim), LuongAttention("general"))
     else:
-        cell = BahdanauAttentionCell(keras.layers.LSTMCell(dim), AdditiveAttention(units=5))
+        cell = BahdanauAttentionCell(keras.layers.LSTMCell(dim), AdditiveAttention(score_units=5))
     decoded, alignments = AttentionRNN(cell, return_attention_scores=True)(
         keras.layers.Embedding(vocab, dim, mask_zero=True)(tgt), encoded, initial_state=[h, c]
     )
@@ -515,14 +520,14 @@ def _float64_rnn(kind):
         cell = LuongAttentionCell(
             keras.layers.LSTMCell(4, dtype="float64"),
             LuongAttention(
-                "general", "local_predictive", window_radius=2, units=3, dtype="float64"
+                "general", "local_predictive", window_radius=2, score_units=3, dtype="float64"
             ),
             dtype="float64",
         )
     else:
         cell = BahdanauAttentionCell(
             keras.layers.GRUCell(4, dtype="float64"),
-            AdditiveAttention(units=3, dtype="float64"),
+            AdditiveAttention(score_units=3, dtype="float64"),
             dtype="float64",
         )
     return AttentionRNN(cell, return_attention_scores=True, dtype="float64")
@@ -612,7 +617,7 @@ def _compiled_loss(loss_fn, variables):
 @pytest.mark.parametrize(
     "attention",
     [
-        lambda: AdditiveAttention(units=5),
+        lambda: AdditiveAttention(score_units=5),
         lambda: LuongAttention("general", "local_monotonic", window_radius=1),
         lambda: LuongAttention("concat", "local_predictive", window_radius=2),
     ],
@@ -677,7 +682,7 @@ def test_cell_dropout_masks_are_drawn_once_per_call(kind):
         keras.layers.LSTMCell(UNITS, dropout=0.5, recurrent_dropout=0.2),
     ]
     stacked = keras.layers.StackedRNNCells(cells)
-    attention = AdditiveAttention(units=5)
+    attention = AdditiveAttention(score_units=5)
     if kind == "luong":
         cell = LuongAttentionCell(stacked, attention)
     else:

@@ -23,7 +23,7 @@ UNITS = 6
 
 def _rnn(**kwargs):
     cell = LuongAttentionCell(
-        keras.layers.LSTMCell(UNITS), LuongAttention("general"), attention_layer_size=5
+        keras.layers.LSTMCell(UNITS), LuongAttention("general"), attention_units=5
     )
     return AttentionRNN(cell, return_attention_scores=True, **kwargs)
 

@@ -39,7 +39,7 @@ def _rnn(score="general", activation="tanh", dtype=None, **cell_kwargs):
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(UNITS, dtype=dtype),
         attention,
-        attention_layer_size=size,
+        attention_units=size,
         attention_activation=activation,
         dtype=dtype,
         **cell_kwargs,
@@ -91,7 +91,7 @@ def _inputs(rng, dtype="float32"):
         ),
         (
             lambda: AttentionRNN(
-                LuongAttentionCell(keras.layers.LSTMCell(UNITS), AdditiveAttention(units=3))
+                LuongAttentionCell(keras.layers.LSTMCell(UNITS), AdditiveAttention(score_units=3))
             ),
             False,
         ),

@@ -189,7 +189,7 @@ def test_several_attentions_with_one_monotonic():
         keras.layers.LSTMCell(4),
         [AdditiveAttention(3), LocationSensitiveAttention(3, filters=2, kernel_size=3,
                                                           cumulative=True)],
-        attention_layer_size=[2, 3],
+        attention_units=[2, 3],
     )  # fmt: skip
     rnn = AttentionRNN(cell, return_state=True)
     outputs, *states = rnn(np.ones((2, 3, 2), "float32"), np.ones((2, 5, 4), "float32"))
@@ -278,7 +278,7 @@ def test_xla_fit():
         BahdanauMonotonicAttention(4, sigmoid_noise=1.0, mode="parallel", seed=0),
         LocationSensitiveAttention(4, filters=2, kernel_size=3, cumulative=True),
     ]
-    cell = LuongAttentionCell(keras.layers.LSTMCell(6), attentions, attention_layer_size=[3, 3])
+    cell = LuongAttentionCell(keras.layers.LSTMCell(6), attentions, attention_units=[3, 3])
     outputs = AttentionRNN(cell)(y, memory)
     logits = keras.layers.Dense(VOCAB)(outputs)
     model = keras.Model([source, target], logits)

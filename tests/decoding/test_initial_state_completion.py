@@ -23,7 +23,7 @@ B, S, D, V = 2, 5, 6, 9
 
 def _decoder(attention):
     keras.utils.set_random_seed(3)
-    cell = LuongAttentionCell(keras.layers.LSTMCell(D), attention, attention_layer_size=4)
+    cell = LuongAttentionCell(keras.layers.LSTMCell(D), attention, attention_units=4)
     embedding, dense = keras.layers.Embedding(V, 3), keras.layers.Dense(V)
     rng = np.random.default_rng(0)
     memory = rng.normal(size=(B, S, D)).astype("float32")

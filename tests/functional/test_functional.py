@@ -73,7 +73,7 @@ def test_gaussian_window_and_last_valid_positions():
 
 # ------------------------------------------------------------------- properties
 
-_LAYERS = {mode: LuongAttention(mode, units=3) for mode in ("dot", "general", "concat")}
+_LAYERS = {mode: LuongAttention(mode, score_units=3) for mode in ("dot", "general", "concat")}
 
 
 @st.composite

@@ -21,7 +21,7 @@ V = np.ones((2, 5, 4), "float32")
         ({"alignment": "local_monotonic", "window_radius": 2.5}, "window_radius=2.5"),
         ({"window_radius": True}, "window_radius=True"),
         ({"alignment": "local_predictive", "window_radius": 0}, "window_radius=0"),
-        ({"units": 0}, "units=0"),
+        ({"score_units": 0}, "score_units=0"),
         ({"attention_units": -3}, "attention_units=-3"),
         ({"dropout": 1.5}, "dropout=1.5"),
     ],
@@ -32,8 +32,8 @@ def test_bad_constructor_arguments(kwargs, match):
 
 
 def test_bad_additive_arguments():
-    with pytest.raises(ValueError, match="units=-1"):
-        AdditiveAttention(units=-1)
+    with pytest.raises(ValueError, match="score_units=-1"):
+        AdditiveAttention(score_units=-1)
     with pytest.raises(ValueError, match="dropout='a'"):
         AdditiveAttention(dropout="a")
 
@@ -104,4 +104,4 @@ def test_recurrent_layers_refuse_nd_queries_by_rank():
 
     query = np.ones((2, 3, 4, 5), "float32")
     with pytest.raises(ValueError, match=r"`query`.*rank 2 or 3.*query.shape=\(2, 3, 4, 5\)"):
-        LocationSensitiveAttention(units=4, kernel_size=3)([query, query])
+        LocationSensitiveAttention(score_units=4, kernel_size=3)([query, query])

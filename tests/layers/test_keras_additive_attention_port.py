@@ -161,7 +161,7 @@ def test_matches_keras_additive_attention_nd_with_masks(use_scale):
 def test_nd_inputs_symbolic_and_output_shape():
     query = keras.Input((8, 6, 4))
     value = keras.Input((8, 5, 3))
-    layer = AdditiveAttention(units=7)
+    layer = AdditiveAttention(score_units=7)
     output, scores = layer([query, value], return_attention_scores=True)
     assert tuple(output.shape) == (None, 8, 6, 3)
     assert tuple(scores.shape) == (None, 8, 6, 5)

@@ -329,7 +329,7 @@ def test_run_layer_test(case):
 # ------------------------------------------------------------------ the stateless mask contract
 def test_fresh_layer_compute_mask_returns_query_mask():
     query_mask = np.array([[True, False, True]])
-    for layer in (LuongAttention(), AdditiveAttention(units=3), keras.layers.Attention()):
+    for layer in (LuongAttention(), AdditiveAttention(score_units=3), keras.layers.Attention()):
         inputs = [np.ones((1, 3, 4)), np.ones((1, 2, 4))]
         mask = layer.compute_mask(inputs, [query_mask, np.array([[True, True]])])
         assert np.array_equal(ops.convert_to_numpy(mask), query_mask), type(layer).__name__
@@ -402,4 +402,8 @@ def test_compute_output_shape_pooling_and_attention_units():
         3,
         9,
     )
-    assert AdditiveAttention(units=3).compute_output_shape([(2, 3, 4), (2, 5, 6)]) == (2, 3, 6)
+    assert AdditiveAttention(score_units=3).compute_output_shape([(2, 3, 4), (2, 5, 6)]) == (
+        2,
+        3,
+        6,
+    )

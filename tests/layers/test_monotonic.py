@@ -33,11 +33,11 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "..", "compat", "tfa", "monoto
 
 # (id, class, kwargs, reference family, reference score kwargs)
 MONOTONIC_CASES = [
-    ("bahdanau", BahdanauMonotonicAttention, {"units": 6}, "additive", {}),
+    ("bahdanau", BahdanauMonotonicAttention, {"score_units": 6}, "additive", {}),
     (
         "bahdanau-normalize",
         BahdanauMonotonicAttention,
-        {"units": 6, "normalize": True},
+        {"score_units": 6, "normalize": True},
         "additive",
         {"normalize": True},
     ),
@@ -122,7 +122,7 @@ def test_monotonic_matches_tfa(name, tfa_data):
     mask = np.arange(memory.shape[1])[None, :] < lengths[:, None]
     if family == "bahdanau":
         layer = BahdanauMonotonicAttention(
-            units=get("w/key_kernel").shape[1], normalize=variant == "normalize", mode=mode
+            score_units=get("w/key_kernel").shape[1], normalize=variant == "normalize", mode=mode
         )
     else:
         layer = LuongMonotonicAttention(use_scale=variant == "scale", mode=mode)
@@ -153,7 +153,7 @@ def test_location_sensitive_matches_numpy_reference(cumulative):
     rng = np.random.default_rng(7 + cumulative)
     query, value, mask = random_batch(rng, steps=4, memory=7, d_query=3, d_memory=5)
     layer = LocationSensitiveAttention(
-        units=6, filters=3, kernel_size=3, cumulative=cumulative, use_scale=True
+        score_units=6, filters=3, kernel_size=3, cumulative=cumulative, use_scale=True
     )
     layer.build([query.shape, value.shape])
     _randomize(layer, rng)
@@ -198,10 +198,10 @@ def test_safe_cumprod_and_modes_without_nan():
 
 # ---------------------------------------------------------------- gradients
 GRADIENT_CASES = [
-    ("bahdanau-parallel", BahdanauMonotonicAttention, {"units": 4, "mode": "parallel"}),
+    ("bahdanau-parallel", BahdanauMonotonicAttention, {"score_units": 4, "mode": "parallel"}),
     ("luong-recursive", LuongMonotonicAttention, {"use_scale": True, "mode": "recursive"}),
     ("location-cumulative", LocationSensitiveAttention,
-     {"units": 4, "filters": 2, "kernel_size": 3, "cumulative": True}),
+     {"score_units": 4, "filters": 2, "kernel_size": 3, "cumulative": True}),
 ]  # fmt: skip
 
 
@@ -385,8 +385,9 @@ def test_configs_keep_every_option():
         5, normalize=True, sigmoid_noise=1.5, score_bias_init=-4.0, mode="recursive", seed=3
     )
     config = layer.get_config()
-    assert {k: config[k] for k in ("units", "normalize", "sigmoid_noise", "score_bias_init")} == {
-        "units": 5, "normalize": True, "sigmoid_noise": 1.5, "score_bias_init": -4.0,
+    keys = ("score_units", "normalize", "sigmoid_noise", "score_bias_init")
+    assert {k: config[k] for k in keys} == {
+        "score_units": 5, "normalize": True, "sigmoid_noise": 1.5, "score_bias_init": -4.0,
     }  # fmt: skip
     assert config["mode"] == "recursive" and config["seed"] == 3
     luong = LuongMonotonicAttention(use_scale=True, mode="hard").get_config()

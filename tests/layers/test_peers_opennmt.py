@@ -141,7 +141,7 @@ def test_cell_attentional_vector_is_opennmt_linear_out():
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(DIM),
         LuongAttention("concat", use_query_bias=True),
-        attention_layer_size=DIM,
+        attention_units=DIM,
         attention_activation=None,
         use_attention_bias=True,
     )
@@ -168,7 +168,7 @@ def test_cell_attentional_vector_is_opennmt_linear_out():
 
 def test_options_round_trip_and_default_off():
     for layer in (
-        AdditiveAttention(units=3, use_query_bias=True),
+        AdditiveAttention(score_units=3, use_query_bias=True),
         LuongAttention("concat", use_query_bias=True, attention_units=4, use_attention_bias=True),
     ):
         config = layer.get_config()
@@ -178,7 +178,7 @@ def test_options_round_trip_and_default_off():
         names = sorted(w.path.split("/")[-1] for w in restored.weights)
         assert "query_bias" in names
     # Defaults: no new weight, so older checkpoints and configs load as before.
-    for layer in (AdditiveAttention(units=3), LuongAttention("concat", attention_units=4)):
+    for layer in (AdditiveAttention(score_units=3), LuongAttention("concat", attention_units=4)):
         layer([np.ones((2, 3, 4), "float32"), np.ones((2, 5, 4), "float32")])
         names = [w.path.split("/")[-1] for w in layer.weights]
         assert "query_bias" not in names and "attention_bias" not in names
@@ -188,8 +188,8 @@ def test_options_round_trip_and_default_off():
         assert type(layer).from_config(config).get_config() == layer.get_config()
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(4),
-        [LuongAttention("general"), AdditiveAttention(units=3)],
-        attention_layer_size=[2, 3],
+        [LuongAttention("general"), AdditiveAttention(score_units=3)],
+        attention_units=[2, 3],
         use_attention_bias=True,
     )
     restored = LuongAttentionCell.from_config(cell.get_config())

@@ -5,7 +5,7 @@ decoder's cumulative weights).
 
 The mapping (docs/migrating-from-tfa.md, "Tacotron 2"): `Attention(attention_rnn_dim,
 embedding_dim, attention_dim, n_filters, kernel_size)` is `LocationSensitiveAttention(
-units=attention_dim, filters=n_filters, kernel_size=kernel_size, cumulative=True)`. `units`
+score_units=attention_dim, filters=n_filters, kernel_size=kernel_size, cumulative=True)`. `units`
 must be given: it defaults to the query size (`attention_rnn_dim`, 1024 in Tacotron 2), while
 Tacotron's `attention_dim` (128) is its own. Weights, PyTorch's `[out, in]` to our `[in, out]`:
 `query_kernel = query_layer.weightᵀ`, `key_kernel = memory_layer.weightᵀ`,
@@ -51,7 +51,7 @@ def test_layer_is_tacotron2_attention_with_its_own_attention_dim():
     memory[padding] = 1e4  # padding is never read
 
     layer = LocationSensitiveAttention(
-        units=ATTENTION_DIM, filters=FILTERS, kernel_size=KERNEL, cumulative=True
+        score_units=ATTENTION_DIM, filters=FILTERS, kernel_size=KERNEL, cumulative=True
     )
     layer.build([queries.shape, memory.shape])
     layer.query_kernel.assign(weights["query_layer.weight"].T)

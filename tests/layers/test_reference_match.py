@@ -101,7 +101,7 @@ def test_single_step_queries_with_positions(alignment):
     _, value, mask = random_batch(rng, memory=9)
     query = rng.normal(size=(3, 5)).astype("float32")
     positions = np.array([0, 4, 8], dtype="int32")
-    layer = LuongAttention("concat", alignment, window_radius=2, units=3)
+    layer = LuongAttention("concat", alignment, window_radius=2, score_units=3)
     out, weights = layer(
         query, value, value_mask=mask, query_positions=positions, return_attention_scores=True
     )

@@ -136,7 +136,7 @@ def test_blocks_and_tiles_leave_other_probability_fns_to_the_windows():
 
 
 def test_additive_sparsemax_round_trips_and_local_p_is_refused():
-    layer = AdditiveAttention(units=3, probability_fn="sparsemax")
+    layer = AdditiveAttention(score_units=3, probability_fn="sparsemax")
     assert AdditiveAttention.from_config(layer.get_config()).probability_fn == "sparsemax"
     with pytest.raises(ValueError, match=r"probability_fn='sparsemax'.*local_predictive"):
         LuongAttention(alignment="local_predictive", probability_fn="sparsemax")

@@ -22,7 +22,7 @@ def test_vocabulary_axes_go_to_the_model_axis_and_nothing_else(rnn):
         units=8,
         rnn=rnn,
         attention="bahdanau",
-        decoder_layers=2,
+        decoder_num_layers=2,
         name="any_name",
     )
     model({"source_ids": np.ones((2, 3), "int32"), "target_ids": np.ones((2, 2), "int32")})

@@ -144,7 +144,7 @@ def test_excluded_tokens_are_never_fed_back(decoder):
 
 
 def test_seq2seq_never_feeds_back_padding_or_start():
-    model = Seq2Seq(12, 9, units=8, embedding_dim=4, start_id=4, end_id=5, scheduled_sampling=1.0)
+    model = Seq2Seq(12, 9, units=8, embedding_dim=4, start_id=4, end_id=5, sampling_probability=1.0)
     assert model.decoder.rnn_layer.sampling_excluded_tokens == (0, 4)
     assert Seq2Seq(12, 9, units=8, start_id=2, end_id=3).decoder.rnn_layer.sampling_excluded_tokens
 
@@ -183,7 +183,7 @@ def _data(seed=0, batch=16):
 
 def _fit_model(scheduled_sampling, callbacks=(), epochs=2, weights_from=None, jit=JIT_COMPILE):
     keras.utils.set_random_seed(0)
-    model = Seq2Seq(12, 9, units=8, embedding_dim=4, scheduled_sampling=scheduled_sampling)
+    model = Seq2Seq(12, 9, units=8, embedding_dim=4, sampling_probability=scheduled_sampling)
     model.build({"source_ids": (None, None), "target_ids": (None, None)})
     if weights_from is not None:  # the same architecture: the same trainable weights, in order
         for mine, theirs in zip(model.trainable_weights, weights_from, strict=True):
@@ -225,7 +225,7 @@ def test_callback_changes_p_between_epochs_in_a_compiled_fit(tmp_path):
     np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), rtol=1e-6)
     assert loaded.get_config() == model.get_config()
     assert plain.sampling_probability is None
-    assert "scheduled_sampling" not in plain.get_config()  # older configs are unchanged
+    assert "sampling_probability" not in plain.get_config()  # older configs are unchanged
 
 
 def test_schedules():
@@ -281,10 +281,10 @@ def test_bad_model_and_callback_arguments(decoder):
     rnn = AttentionRNN(cell, sampling_probability=0.5)
     with pytest.raises(ValueError, match="embedding=None"):
         rnn(embedding(ids), memory, training=True, output_layer=dense)
-    with pytest.raises(ValueError, match="scheduled_sampling=2"):
-        Seq2Seq(12, 9, units=8, scheduled_sampling=2)
-    with pytest.raises(ValueError, match="scheduled_sampling_mode='top'"):
-        Seq2Seq(12, 9, units=8, scheduled_sampling=0.1, scheduled_sampling_mode="top")
+    with pytest.raises(ValueError, match="sampling_probability=2"):
+        Seq2Seq(12, 9, units=8, sampling_probability=2)
+    with pytest.raises(ValueError, match="sampling_mode='top'"):
+        Seq2Seq(12, 9, units=8, sampling_probability=0.1, sampling_mode="top")
     with pytest.raises(ValueError, match="schedule='cosine'"):
         ScheduledSampling("cosine")
     with pytest.raises(ValueError, match="k=0.5"):

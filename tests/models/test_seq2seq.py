@@ -37,8 +37,8 @@ VARIANTS = {
     "bahdanau_gru_two_layers": {
         "attention": "bahdanau",
         "rnn": "gru",
-        "decoder_layers": 2,
-        "encoder_layers": 2,
+        "decoder_num_layers": 2,
+        "encoder_num_layers": 2,
     },
     "bahdanau_lstm_no_handover": {"attention": "bahdanau", "state_handover": "none"},
 }
@@ -210,7 +210,7 @@ def test_hyperparameters_accept_what_keras_tuner_gives():
         ({"alignment": "local"}, "alignment"),
         ({"state_handover": "zero"}, "state_handover"),
         ({"dropout": 1.0}, "dropout"),
-        ({"encoder_layers": 0}, "num_layers"),
+        ({"encoder_num_layers": 0}, "num_layers"),
         ({"end_id": V_TGT}, "end_id"),
         ({"score_mode": "dot"}, r"units=128, encoder_units=128, bidirectional=True"),
         ({"encoder_units": 0}, "encoder_units"),

@@ -242,7 +242,7 @@ def test_weight_normalisation_of_large_and_tiny_vectors(policy, norm):
     """‖v‖² overflows float16 past ‖v‖ = 256 and underflows for tiny v: it is taken in float32."""
     rng = np.random.default_rng(4)
     query, value, mask = _batch(rng)
-    layer = AdditiveAttention(units=6, normalize=True, dtype=policy)
+    layer = AdditiveAttention(score_units=6, normalize=True, dtype=policy)
     layer(query, value, value_mask=mask)
     randomize_weights(layer, rng)
     direction = rng.normal(size=6)
@@ -278,13 +278,14 @@ def _luong_lstm_concat_local_p():
     return LuongAttentionCell(
         keras.layers.LSTMCell(_UNITS),
         LuongAttention("concat", "local_predictive", window_radius=2),
-        attention_layer_size=6,
+        attention_units=6,
     )
 
 
 def _bahdanau_gru():
     return BahdanauAttentionCell(
-        keras.layers.GRUCell(_UNITS), AdditiveAttention(units=6, normalize=True, use_scale=True)
+        keras.layers.GRUCell(_UNITS),
+        AdditiveAttention(score_units=6, normalize=True, use_scale=True),
     )
 
 
