@@ -33,7 +33,7 @@ class AttentionRNN(keras.layers.Layer):
     `t > 0` is fed, with probability p, the embedding of a token drawn from the model's own
     previous prediction `softmax(output_layer(o_{t-1}))` (`sampling_mode="sample"`) or its
     argmax (`"argmax"`) instead of `sequences[:, t]`. The call then needs the `embedding` and
-    `output_layer` that surround the layer (`Seq2Seq(scheduled_sampling=p)` passes them).
+    `output_layer` that surround the layer (`Seq2Seq(sampling_probability=p)` passes them).
     Gradients do not flow through the drawn ids (nor through the logits they were drawn from:
     `stop_gradient`), only into the embedding of the fed tokens, as in tfa. The coin flips and
     draws are two `[T, B]` uniform tensors drawn before the loop (`keras.random` with the
