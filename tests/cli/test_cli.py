@@ -179,6 +179,7 @@ def test_commands_refuse_a_folder_that_is_not_a_model_and_bad_options(tmp_path, 
         assert exit_.value.code == 2
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_python_dash_m_runs_the_command():
     result = subprocess.run(
         [sys.executable, "-m", "keras_attention", "--help"], capture_output=True, text=True,

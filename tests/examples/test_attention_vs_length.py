@@ -91,6 +91,7 @@ def _check(results: dict, output: Path) -> None:
         assert Path(results["alignment_plot"]).read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_smoke_run_prints_tables_and_writes_the_plot(tmp_path, capsys):
     results = example.main(["--smoke", "--output-dir", str(tmp_path)])
     _check(results, tmp_path)

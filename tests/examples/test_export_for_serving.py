@@ -39,6 +39,7 @@ def _check(results: dict, output: Path) -> None:
     assert results["serving_process_keras_attention_modules"] == []
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_smoke_run_trains_exports_and_serves(tmp_path, capsys):
     results = example.main(["--smoke", "--output-dir", str(tmp_path), "march 3, 2021", ""])
     _check(results, tmp_path)

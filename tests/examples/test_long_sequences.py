@@ -66,12 +66,14 @@ def _check_result(result: dict, alignment: str, length: int) -> None:
     assert result["ms_per_step"] > 0 and result["peak_mib"] >= 0
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_worker_runs_one_configuration_in_a_subprocess():
     result = example.run_worker(_TINY, "local_monotonic", 32, seed=0, jit=False)
     _check_result(result, "local_monotonic", 32)
     assert result["batch"] == 2 and result["steps"] == 4
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_smoke_run_prints_the_side_by_side_table(tmp_path, capsys):
     results = example.main(["--smoke", "--output-dir", str(tmp_path)])
     lengths, alignments = results["config"]["lengths"], results["config"]["alignments"]

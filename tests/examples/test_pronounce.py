@@ -62,6 +62,7 @@ def test_split_is_by_word_deterministic_and_written(lexicon, tmp_path):
         assert pairs.references == [lexicon[w] for w in splits[name]]
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_smoke_run_trains_scores_draws_and_exports(tmp_path):
     import tensorflow as tf
 

@@ -82,6 +82,7 @@ def test_smoke_run(tmp_path):
     assert Path(metrics["saved_model"]["path"]).parent == tmp_path
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_flags_override_the_configuration(tmp_path):
     metrics = example.main(
         [

@@ -114,6 +114,7 @@ def test_metrics():
     assert "| fr_FR | 2 | 50.0% |" in markdown
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_smoke_run_trains_draws_exports_and_reloads(tmp_path, capsys):
     results = example.main(["--smoke", "--output-dir", str(tmp_path), "3. März 2022", ""])
     printed = capsys.readouterr().out

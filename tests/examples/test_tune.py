@@ -31,6 +31,7 @@ def _check(results: dict, output: Path, trials: int) -> None:
     assert all(set(e) == {"source", "target", "prediction"} for e in results["examples"])
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_smoke_search_saves_reloads_and_evaluates_the_best_model(tmp_path, capsys):
     results = example.main(["--smoke", "--output-dir", str(tmp_path)])
     assert {k: results["config"][k] for k in ("trials", "epochs")} == {"trials": 2, "epochs": 1}

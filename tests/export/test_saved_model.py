@@ -87,6 +87,7 @@ def test_reloaded_keras_model_translates_the_same(trained, tmp_path):
     )
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_saved_model_in_a_process_without_keras_attention(trained):
     model, translator, directory = trained
     source_ids = model.source_tokenizer.tokenize(TEST_WORDS, add_end=True).numpy()
@@ -124,6 +125,7 @@ def test_saved_model_in_a_process_without_keras_attention(trained):
     assert result["beam"]["ids"] == beam(source_ids)["ids"].tolist()
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_saved_model_cli_shows_and_runs_serving_default(trained, tmp_path):
     model, translator, directory = trained
     path = str(directory / "greedy")
@@ -214,6 +216,7 @@ def test_ids_only_export_without_tokenizers(tmp_path):
     np.testing.assert_array_equal(ids.numpy(), expected)
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_wordpiece_export_loads_with_tensorflow_text(tmp_path):
     sentences = ["the cat sat", "a dog ran", "the dog sat on the mat", "cats and dogs"]
     tokenizer = WordpieceTokenizer(max_vocabulary=60)

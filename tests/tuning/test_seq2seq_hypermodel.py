@@ -50,6 +50,7 @@ def test_build_compiles_with_the_tuned_learning_rate():
     assert np.isclose(float(model.optimizer.learning_rate), 0.02) and model.jit_compile is True
 
 
+@pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_random_search_and_the_best_model_reloads(tmp_path):
     keras.utils.set_random_seed(0)
     x, y = _copy_task(np.random.default_rng(0), 64)
