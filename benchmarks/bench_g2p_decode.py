@@ -4,7 +4,8 @@ On the same words (a fixed sample of CMUdict's test words, `examples/pronounce.p
 rules and seed-0 split), milliseconds a word of:
 
 - **Keras, batched** (`PairModel.predict`'s path: `keras_attention.pairs.trainer.decode`, a
-  `Translator` with XLA over batches of `VALID_BATCH` sources sorted by length): beam 4 and
+  `Translator` with XLA over batches of `DECODE_BATCH` sources sorted by length, padded to a
+  multiple of `DECODE_PAD`; `--batch` and `--pad-to-multiple` try others): beam 4 and
   greedy, of one trained model and of the 2-model ensemble `pronounce.py` trains;
 - **LiteRT, batch 1** (`PairModel.export_litert` of one model, `ai_edge_litert`'s interpreter,
   one word a call as on a device): the `greedy` and `beam` (4) signatures, on the first
@@ -110,7 +111,7 @@ def _parse(argv) -> argparse.Namespace:
         "--pad-to-multiple",
         type=int,
         nargs="+",
-        default=[16],
+        default=[4],
         help="The Translators' pad_to_multiple (several: one system each).",
     )
     parser.add_argument("--json", help="Write the results here.")
@@ -172,6 +173,7 @@ def _keras_systems(pair_model, args) -> dict:
     """`name: (translator, label)` of the batched Keras systems."""
     from keras_attention.decoding import BeamSearch, GreedySearch
     from keras_attention.models import Seq2SeqEnsemble, Translator
+    from keras_attention.pairs.trainer import DECODE_PAD
 
     settings = pair_model.settings
     ensemble = pair_model.model
@@ -181,7 +183,8 @@ def _keras_systems(pair_model, args) -> dict:
     jit = settings.jit_compile
     systems = {}
     for multiple in args.pad_to_multiple:
-        tail, label = ("", "") if multiple == 16 else (f"-pad{multiple}", f", pad {multiple}")
+        default = multiple == DECODE_PAD
+        tail, label = ("", "") if default else (f"-pad{multiple}", f", pad {multiple}")
 
         def make(model, search, multiple=multiple):
             return Translator(model, search, jit_compile=jit, pad_to_multiple=multiple)
@@ -208,10 +211,10 @@ def _keras_systems(pair_model, args) -> dict:
 
 
 def _decode_keras(translator, words, pair_model, batch):
-    from keras_attention.pairs.trainer import VALID_BATCH, decode
+    from keras_attention.pairs.trainer import DECODE_BATCH, decode
 
     started = time.perf_counter()
-    results = decode(translator, words, pair_model.source_vocabulary, batch or VALID_BATCH)
+    results = decode(translator, words, pair_model.source_vocabulary, batch or DECODE_BATCH)
     seconds = time.perf_counter() - started
     return seconds, results
 
@@ -420,9 +423,9 @@ def main(argv=None) -> dict:
 def _beam_steps(translator, words, pair_model, batch) -> list[tuple[int, int]]:
     """`[(beam rows, steps run)]` of each batch `decode` makes (the loop stops when every
     beam has ended: its longest beam)."""
-    from keras_attention.pairs.trainer import VALID_BATCH
+    from keras_attention.pairs.trainer import DECODE_BATCH
 
-    batch = batch or VALID_BATCH
+    batch = batch or DECODE_BATCH
     vocabulary = pair_model.source_vocabulary
     order = sorted(words, key=len)
     steps = []
