@@ -99,7 +99,8 @@ def beam_search(
     re-gathered by parent beam every step with `keras.tree.map_structure`.
 
     The loop is an `ops.while_loop` with `maximum_iterations` over fixed-size buffers written
-    with `ops.scatter_update` (the beams' histories are re-gathered every step: `O(K L)` per step);
+    with `ops.scatter_update`: each step writes its tokens, weights and parent rows (`O(K)`
+    per step), and the histories of the last beams are traced back once after the loop;
     it stops once all beams are finished and compiles under `jit_compile=True`. Logits are cast
     to float32 before the log-softmax and top-k. With `beam_width=1` it equals `greedy_search`.
 
@@ -184,7 +185,14 @@ def beam_search(
             "step_fn returning weights None"
         )
 
-    buffers = {"ids": ops.full((max_length, n), pad_id, "int32")}
+    # The beams' histories as back-pointers (issue 41): step t's token and step-t weights of
+    # every beam, and the row of its parent among step t-1's beams; the best beams' ids and
+    # alignments are traced back once, after the loop. Steps never run keep pad tokens, zero
+    # weights and every beam its own parent.
+    buffers = {
+        "ids": ops.full((max_length, n), pad_id, "int32"),
+        "parents": ops.tile(ops.expand_dims(ops.arange(n, dtype="int32"), 0), (max_length, 1)),
+    }
     if with_weights:
         buffers["alignments"] = ops.zeros((max_length,) + tuple(ops.shape(weights)), "float32")
     if with_coverage:  # not a buffer: each beam's accumulated weights [N, S], carried along
@@ -227,14 +235,15 @@ def beam_search(
         rows = ops.reshape(offsets + parent, (-1,))  # [N]: the parent of every new beam
         flat_token = ops.reshape(token, (-1,))
         buffers = dict(
-            buffers, ids=write_step(ops.take(buffers["ids"], rows, axis=1), t, flat_token)
+            buffers,
+            ids=write_step(buffers["ids"], t, flat_token),
+            parents=write_step(buffers["parents"], t, rows),
         )
         if with_weights:
             weights = ops.take(weights, rows, axis=0)
             was_finished = ops.reshape(parent_finished, (-1, 1))
             weights = ops.where(was_finished, 0.0, weights)
-            history = ops.take(buffers["alignments"], rows, axis=1)
-            buffers["alignments"] = write_step(history, t, weights)
+            buffers["alignments"] = write_step(buffers["alignments"], t, weights)
         if with_coverage:
             buffers["coverage"] = ops.take(coverage, rows, axis=0)
             buffers["ranks"] = ranks
@@ -247,7 +256,36 @@ def beam_search(
     _, _, buffers, scores, lengths, _ = search_loop(step_fn, advance, carry, max_length)
     # With a coverage penalty the ranking scores are carried; without, they are recomputed.
     ranks = buffers["ranks"] if with_coverage else scores / gnmt_length_penalty(lengths, alpha)
-    return _results(buffers, scores, ranks, lengths, k, max_length)
+    return _results(trace_back(buffers, max_length), scores, ranks, lengths, k, max_length)
+
+
+def trace_back(buffers: dict, max_length: int) -> dict:
+    """The beams' histories from the loop's back-pointers: `ids` `[L, N]` (and `alignments`
+    `[L, N, S]`) of the beams of the last step, following `parents` (row `r` of step `t`
+    extended row `parents[t, r]` of step `t - 1`) from the last step to the first."""
+    ids, parents = buffers["ids"], buffers["parents"]
+    with_alignments = "alignments" in buffers
+    if 0 in tuple(ids.shape):  # an empty batch
+        return buffers
+    n = ops.shape(ids)[1]
+
+    def body(i, rows, out_ids, out_alignments):
+        t = max_length - 1 - i
+        out_ids = write_step(out_ids, t, ops.take(ids[t], rows, axis=0))
+        if with_alignments:
+            step = ops.take(buffers["alignments"][t], rows, axis=0)
+            out_alignments = write_step(out_alignments, t, step)
+        return i + 1, ops.take(parents[t], rows, axis=0), out_ids, out_alignments
+
+    rows = ops.arange(n, dtype="int32")
+    alignments = buffers["alignments"] if with_alignments else ops.zeros((), "float32")
+    _, _, ids, alignments = ops.while_loop(
+        lambda i, *_: i < max_length,
+        body,
+        (ops.convert_to_tensor(0, "int32"), rows, ids, alignments),
+        maximum_iterations=max_length,
+    )
+    return {"ids": ids, **({"alignments": alignments} if with_alignments else {})}
 
 
 def _results(buffers: dict, scores, ranks, lengths, k: int, max_length: int) -> dict:

@@ -12,7 +12,7 @@ import keras
 from keras_attention.models import Translator
 from keras_attention.pairs.files import Pairs, normalize_source
 from keras_attention.pairs.settings import Settings
-from keras_attention.pairs.trainer import FILES, FORMAT, decode, error_rates
+from keras_attention.pairs.trainer import DECODE_PAD, FILES, FORMAT, decode, error_rates
 from keras_attention.pairs.vocabulary import Vocabulary
 
 __all__ = ["PairModel"]
@@ -64,7 +64,10 @@ class PairModel:
         if key not in self._translators:
             search = self.settings.search(beam_width, return_beams=n_best > 1)
             self._translators[key] = Translator(
-                self.model, search, jit_compile=self.settings.jit_compile
+                self.model,
+                search,
+                jit_compile=self.settings.jit_compile,
+                pad_to_multiple=DECODE_PAD,
             )
         return self._translators[key]
 

@@ -39,11 +39,17 @@ from keras_attention.training import (
     cpu_seconds,
 )
 
-__all__ = ["FORMAT", "decode", "error_rates", "train"]
+__all__ = ["DECODE_BATCH", "DECODE_PAD", "FORMAT", "decode", "error_rates", "train"]
 
 FORMAT = 1  # of config.json
 FILES = ("config.json", "model.keras", "training.json")
 VALID_BATCH = 1024
+# Decoding (`decode`, `PairModel.predict`, validation WER): batches of 256 sources sorted by
+# length, padded to a multiple of 4 characters. Issue 41: a search runs until the longest beam
+# of its batch ends, so smaller batches of similar words waste fewer steps, and the attention
+# reads fewer padded positions (BENCHMARKS.md §7, "Decoding throughput").
+DECODE_BATCH = 256
+DECODE_PAD = 4
 
 
 def train(
@@ -139,7 +145,9 @@ def train(
         )
         models.append(model)
     model = models[0] if len(models) == 1 else Seq2SeqEnsemble(models)
-    translator = Translator(model, chosen.search(), jit_compile=chosen.jit_compile)
+    translator = Translator(
+        model, chosen.search(), jit_compile=chosen.jit_compile, pad_to_multiple=DECODE_PAD
+    )
     valid = error_rates(translator, valid_pairs, source_vocabulary, target_vocabulary)
     training = {
         "valid": {k: valid[k] for k in ("wer", "per", "words")},
@@ -203,7 +211,7 @@ def decode(
     translator: Translator,
     sources: list[str],
     vocabulary: Vocabulary,
-    batch_size: int = VALID_BATCH,
+    batch_size: int = DECODE_BATCH,
 ) -> list[dict]:
     """`translator`'s result for each source (`"ids"`, `"scores"`, and with beams
     `"beam_ids"`, `"beam_scores"`), decoded in batches of sources of similar length."""
@@ -273,7 +281,9 @@ def _train_member(
         shuffle=False,
     )
     valid_data = valid.dataset()
-    translator = Translator(model, settings.search(), jit_compile=settings.jit_compile)
+    translator = Translator(
+        model, settings.search(), jit_compile=settings.jit_compile, pad_to_multiple=DECODE_PAD
+    )
 
     def monitor() -> dict:
         scores = error_rates(
