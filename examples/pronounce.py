@@ -123,7 +123,9 @@ def n_best_coverage(model: PairModel, pairs: Pairs, n: int = 4) -> dict:
     """The references of the words with several pronunciations among the `n` best."""
     multi = [(s, refs) for s, refs in zip(pairs.sources, pairs.references) if len(refs) > 1]
     beam = max(n, model.settings.beam_width)
-    hypotheses = model.predict([s for s, _ in multi], beam_width=beam, n_best=n) if multi else []
+    hypotheses = (
+        model.predict([s for s, _ in multi], model.settings.search(beam), n_best=n) if multi else []
+    )
     listed = [{text for text, _ in best} for best in hypotheses]
     hits = [sum(" ".join(r) in known for r in refs) for (_, refs), known in zip(multi, listed)]
     references, found = sum(len(refs) for _, refs in multi), sum(hits)

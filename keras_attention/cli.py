@@ -208,7 +208,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     sources = read_sources(args.input, argument="FILE")
     model = PairModel(args.model)
-    results = model.predict(sources, beam_width=args.beam_width, n_best=args.n_best)
+    results = model.predict(sources, _search(model, args), n_best=args.n_best)
     lines = []
     for source, hypotheses in zip(sources, results):
         for prediction, score in hypotheses:
@@ -221,12 +221,17 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search(model, args: argparse.Namespace):
+    """The search of `--beam-width` (beam search past 1, greedy at 1), else the model's."""
+    return model.settings.search(args.beam_width)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from keras_attention.pairs import PairModel, read_pairs
 
     model = PairModel(args.model)
     pairs = read_pairs(args.test, model.settings.target_chars, argument="TEST.tsv")
-    result = model.evaluate(pairs, beam_width=args.beam_width)
+    result = model.evaluate(pairs, _search(model, args))
     predictions = result.pop("predictions")
     result["file"] = str(args.test)
     output = Path(args.output) if args.output else model.directory / "evaluation.json"

@@ -79,7 +79,7 @@ def check_litert(
     report = json.loads(run.stdout.strip().splitlines()[-1])
     decode, agreement = model.target_vocabulary.decode, {}
     for name, width in (("greedy", 1), ("beam", max(2, model.settings.beam_width))):
-        translator = model.translator(width)
+        translator = model.translator(model.settings.search(width))
         expected = [
             row
             for i in range(0, len(source), 1024)

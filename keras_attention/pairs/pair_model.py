@@ -9,6 +9,8 @@ from typing import Any
 
 import keras
 
+from keras_attention._validation import is_integer
+from keras_attention.decoding.searches import Search, check_search
 from keras_attention.models import Translator
 from keras_attention.pairs.files import Pairs, normalize_source
 from keras_attention.pairs.settings import Settings
@@ -51,37 +53,38 @@ class PairModel:
         self.model = keras.saving.load_model(self.directory / "model.keras", compile=False)
         self._translators: dict[tuple, Translator] = {}
 
-    def translator(self, beam_width: int | None = None, n_best: int = 1) -> Translator:
-        """The `Translator` of `beam_width` beams (default: the settings'), returning the
-        n-best list when `n_best > 1` (compiled once per setting)."""
-        beam_width = self.settings.beam_width if beam_width is None else int(beam_width)
-        if n_best < 1 or n_best > max(beam_width, 1) or (n_best > 1 and beam_width < 2):
+    def translator(self, search: Search | None = None, n_best: int = 1) -> Translator:
+        """The `Translator` of `search` (a `keras_attention.decoding` search; default: the
+        settings', `settings.search()`), checked to give `n_best` hypotheses a source
+        (compiled once per search)."""
+        search = check_search(search, self.settings.search())
+        if not is_integer(n_best) or not 1 <= n_best <= search.beam_width:
             raise ValueError(
-                "`n_best` must be between 1 and the beam width (and needs a beam width of 2 "
-                f"or more past 1). Received: n_best={n_best}, beam_width={beam_width}"
+                "`n_best` must be between 1 and the search's beam width (a BeamSearch keeps "
+                f"that many hypotheses). Received: n_best={n_best!r}, search={search!r}"
             )
-        key = (beam_width, n_best > 1)
-        if key not in self._translators:
-            search = self.settings.search(beam_width, return_beams=n_best > 1)
-            self._translators[key] = Translator(
+        if search not in self._translators:
+            self._translators[search] = Translator(
                 self.model,
                 search,
                 jit_compile=self.settings.jit_compile,
                 pad_to_multiple=DECODE_PAD,
             )
-        return self._translators[key]
+        return self._translators[search]
 
     def predict(
-        self, sources: list[str], beam_width: int | None = None, n_best: int = 1
+        self, sources: list[str], search: Search | None = None, n_best: int = 1
     ) -> list[list[tuple[str, float]]]:
         """For each source (NFC-normalised here), its `n_best` best targets as
         `(symbols joined by spaces, or characters with target_chars, score)`, best first; the
-        score is the sum of log-probabilities."""
+        score is the sum of log-probabilities. `search` defaults to the settings'
+        (`settings.search()`: beam search of `settings.beam_width`)."""
         sources = [normalize_source(s) for s in sources]
+        translator = self.translator(search, n_best)
         if not sources:
             return []
         joiner = "" if self.settings.target_chars else " "
-        results = decode(self.translator(beam_width, n_best), sources, self.source_vocabulary)
+        results = decode(translator, sources, self.source_vocabulary)
         out = []
         for result in results:
             if n_best > 1:
@@ -96,11 +99,12 @@ class PairModel:
             )
         return out
 
-    def evaluate(self, pairs: Pairs, beam_width: int | None = None) -> dict[str, Any]:
+    def evaluate(self, pairs: Pairs, search: Search | None = None) -> dict[str, Any]:
         """WER and PER (%) on `pairs` (a prediction is right if it equals any reference of its
         source; PER is the edit distance to the closest reference over its length, summed
-        over sources), the decoding time, and the predictions."""
-        translator = self.translator(beam_width)
+        over sources) with `search` (default: the settings'), the decoding time, and the
+        predictions."""
+        translator = self.translator(search)
         scored = error_rates(translator, pairs, self.source_vocabulary, self.target_vocabulary)
         return {
             "wer": scored["wer"],

@@ -66,7 +66,9 @@ def test_predict_writes_one_line_a_source_and_n_best_lines_with_scores(folder, t
     # The first of the 2-best list is the beam search's answer.
     model = PairModel(folder / "model")
     firsts = [r[1] for r in rows[::2]]
-    assert firsts == [h[0][0] for h in model.predict(["abc", "cafe\u0301", "dab"], 2)]
+    assert firsts == [
+        h[0][0] for h in model.predict(["abc", "cafe\u0301", "dab"], model.settings.search(2))
+    ]
 
 
 def _edit_distance(a, b):
@@ -165,7 +167,7 @@ def test_commands_refuse_a_folder_that_is_not_a_model_and_bad_options(tmp_path, 
     )
     assert main(["predict", "--model", str(folder / "model"), "--n-best", "3",
                  str(folder / "dev.tsv")]) == 2  # fmt: skip
-    assert "n_best=3, beam_width=2" in capsys.readouterr().err
+    assert "n_best=3, search=BeamSearch(beam_width=2," in capsys.readouterr().err
     assert main(["evaluate", "--model", str(folder / "model"), str(tmp_path / "no.tsv")]) == 2
     assert "`TEST.tsv` must be a readable file" in capsys.readouterr().err
     base = ["train", "--train", "a", "--valid", "b", "--output-dir", "c"]
