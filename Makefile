@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# `make test` (the README's command, 8-14 minutes on 2 cores from a fresh clone) runs the tests
+# `make test` (the README's command, ~10 minutes on 2 cores from a fresh clone) runs the tests
 # not marked slow on TensorFlow and on PyTorch. CI (.ci/run) then runs `make test-extended`: the
 # slow tests on TensorFlow (every layer's and cell's jit_compile fit, mixed-precision training
 # parity, distribution, the benchmarks' quick modes, the examples' longer smoke runs) and every
