@@ -23,6 +23,18 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 
+def load_pronounce():
+    """`examples/pronounce.py` as a module (its data rules and split, not a copy): the G2P
+    benchmarks' one loader."""
+    import importlib.util
+
+    path = REPO_ROOT / "examples" / "pronounce.py"
+    spec = importlib.util.spec_from_file_location("_pronounce_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def cpu_model() -> str:
     """The CPU model name from /proc/cpuinfo (falls back to `platform.processor()`)."""
     try:

@@ -48,6 +48,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks._common import load_pronounce  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 DEFAULT_CACHE = Path(os.environ.get("G2P_DECODE_CACHE", Path.home() / ".cache" / "g2p-decode"))
@@ -87,14 +90,6 @@ for name in interpreter.get_signature_list():
         seconds[name].append(time.perf_counter() - started)
 print(json.dumps({"seconds": seconds, "ids": ids}))
 """
-
-
-def load_pronounce():
-    path = REPO_ROOT / "examples" / "pronounce.py"
-    spec = importlib.util.spec_from_file_location("_pronounce_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _parse(argv) -> argparse.Namespace:

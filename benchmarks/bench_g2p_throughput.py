@@ -26,7 +26,6 @@ score), `dropout02`, `encoder2`, `units384`, `units512`, `embed128`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -37,6 +36,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks._common import load_pronounce  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # name: (Settings fields changed, Keras dtype policy)
@@ -55,14 +57,6 @@ VARIANTS = {
     "embed128": ({"embedding_dim": 128}, "float32"),
 }
 SMOKE = {"units": 16, "embedding_dim": 8, "batch_size": 64, "jit_compile": False}
-
-
-def load_pronounce():
-    path = REPO_ROOT / "examples" / "pronounce.py"
-    spec = importlib.util.spec_from_file_location("_pronounce_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def cpu_seconds() -> float:

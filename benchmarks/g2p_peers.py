@@ -49,7 +49,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -63,20 +62,14 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks._common import load_pronounce  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 PEERS_ENV = "G2P_PEERS_BIN"
 DEFAULT_PEERS_BIN = REPO_ROOT / ".venv-peers" / "bin"
 SMOKE = {"train_words": 300, "test_words": 60, "valid_words": 60, "max_order": 2}
-
-
-def load_pronounce():
-    """`examples/pronounce.py` as a module (its data rules and split, not a copy)."""
-    path = REPO_ROOT / "examples" / "pronounce.py"
-    spec = importlib.util.spec_from_file_location("_pronounce_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---------------------------------------------------------------- files and scoring
