@@ -66,6 +66,7 @@ def test_layer_units_is_score_units(cls, options):
     np.testing.assert_array_equal(to_numpy(_layer_output(old)), to_numpy(_layer_output(new)))
     with pytest.warns(DeprecationWarning, match="score_units"):
         assert new.units == 5  # the attribute's old name still reads
+    assert "units" not in dir(new)  # Keras' saving walks dir(layer): no warning on each save
     with pytest.raises(ValueError, match=r"Received: units=5, score_units=4"):
         cls(units=5, score_units=4, **options)
     config = new.get_config()

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import keras_attention
+from keras_attention.decoding import GreedySearch
 
 REPO = Path(os.environ.get("KERAS_ATTENTION_REPO", "")).resolve()
 TFA_FIXTURES = REPO / "tests" / "compat" / "tfa" / "fixtures"
@@ -224,7 +225,7 @@ def trained(tmp_path_factory):
     )
     assert isinstance(model.encoder, Seq2SeqEncoder)
     assert isinstance(model.decoder, Seq2SeqDecoder)
-    generated = model.generate(source[:8], max_length=6)
+    generated = model.generate(source[:8], GreedySearch(max_length=6))
     return model, history.history["loss"], source, generated, tmp_path_factory.mktemp("wheel")
 
 
@@ -241,7 +242,7 @@ def test_keras_round_trip_with_safe_mode(trained):
     model, _, source, generated, directory = trained
     model.save(directory / "model.keras")
     loaded = keras.saving.load_model(directory / "model.keras", safe_mode=True)
-    again = loaded.generate(source[:8], max_length=6)
+    again = loaded.generate(source[:8], GreedySearch(max_length=6))
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(again["ids"]), keras.ops.convert_to_numpy(generated["ids"])
     )
@@ -257,11 +258,15 @@ def test_an_ensemble_of_the_model_and_its_copy_generates_as_the_model(trained, t
     copy = Seq2Seq.from_config(model.get_config())
     copy.set_weights(model.get_weights())
     ensemble = Seq2SeqEnsemble([model, copy])
-    ids = keras.ops.convert_to_numpy(ensemble.generate(source[:8], max_length=6)["ids"])
+    ids = keras.ops.convert_to_numpy(
+        ensemble.generate(source[:8], GreedySearch(max_length=6))["ids"]
+    )
     np.testing.assert_array_equal(ids, keras.ops.convert_to_numpy(generated["ids"]))
     ensemble.save(tmp_path / "ensemble.keras")
     loaded = keras.saving.load_model(tmp_path / "ensemble.keras", safe_mode=True)
-    again = keras.ops.convert_to_numpy(loaded.generate(source[:8], max_length=6)["ids"])
+    again = keras.ops.convert_to_numpy(
+        loaded.generate(source[:8], GreedySearch(max_length=6))["ids"]
+    )
     np.testing.assert_array_equal(again, ids)
 
 
@@ -269,7 +274,7 @@ def test_saved_model_reloads_without_the_package(trained):
     from keras_attention.export import export_saved_model
 
     model, _, source, generated, directory = trained
-    export_saved_model(model, directory / "saved", max_length=6)
+    export_saved_model(model, directory / "saved", GreedySearch(max_length=6))
     code = textwrap.dedent(
         f"""
         import json, sys
@@ -310,7 +315,7 @@ def test_load_tfa_weights_reproduces_tfa():
     cell = LuongAttentionCell(
         keras.layers.LSTMCell(manifest["sizes"]["units"]),
         LuongAttention("general"),
-        attention_units=case["wrapper"]["attention_units"],
+        attention_units=case["wrapper"]["attention_layer_size"],
         attention_activation=None,
     )
     rnn = AttentionRNN(cell, return_attention_scores=True, return_state=True)

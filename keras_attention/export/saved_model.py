@@ -247,7 +247,9 @@ def _search_function(decoder: Any, with_beams: bool, max_source_length, jit_comp
         def empty():
             # S of a source with no steps is one padding step (`at_least_one_step`).
             length = tf.maximum(tf.shape(source_ids)[1], 1)
-            result = empty_search_result(decoder.max_length, decoder.beam_width, length)
+            result = empty_search_result(
+                decoder.search.max_length, decoder.search.beam_width, length
+            )
             return {k: result[k] for k in keys}
 
         return tf.cond(tf.shape(source_ids)[0] > 0, run, empty)

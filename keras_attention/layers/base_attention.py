@@ -122,9 +122,16 @@ class BaseAttention(keras.layers.Layer):
             self.seed_generator = keras.random.SeedGenerator(seed)
         self.supports_masking = True
 
-    @property
-    def units(self) -> int | None:
-        """The old name of `score_units` (U), read with a `DeprecationWarning` until 0.4.0."""
+    def __getattr__(self, name: str):
+        # Only reached when normal lookup fails. `units`, the old name of `score_units` (U), is
+        # read with a `DeprecationWarning` until 0.4.0; not a property, so that Keras' saving,
+        # which walks dir(layer), does not read it (and warn) on every save.
+        if name != "units":
+            # PyTorch's layers are torch Modules, whose __getattr__ finds submodules.
+            parent = getattr(super(), "__getattr__", None)
+            if parent is not None:
+                return parent(name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         warnings.warn(
             f"{type(self).__name__}.units is deprecated: the score's size is now "
             f"`score_units` (`units` is a recurrent layer's size everywhere else). `units` will "
