@@ -42,6 +42,7 @@ import numpy as np
 from keras_attention.decoding import BeamSearch, GreedySearch
 from keras_attention.export import export_saved_model
 from keras_attention.models import Seq2Seq, Translator
+from keras_attention.pairs import read_raw_pairs
 from keras_attention.text import normalize_text, pairs_dataset
 from keras_attention.training import ResumableTraining
 
@@ -54,6 +55,7 @@ FIRST_DATE, LAST_DATE = datetime.date(1900, 1, 1), datetime.date(2099, 12, 31)
 DEFAULT_QUERIES = ("jeudi 3 mars 2022", "3. März 2022", "March 3, 2022", "3 марта 2022 г.",
                    "2022年3月3日", "14 juillet 1989")  # fmt: skip
 MAX_LENGTH = 12  # "yyyy-mm-dd", the end token, one spare
+SMOKE = {"units": 16, "epochs": 1, "dates": 60, "batch_size": 32}
 
 """
 ## The data
@@ -107,24 +109,12 @@ def make_corpus(dates: int = 6000, per_date: int = 4, seed: int = 0) -> dict[str
     return corpus
 
 
-def read_pairs(path, seed: int = 0) -> dict[str, list]:
+def read_corpus(path, seed: int = 0) -> dict[str, list]:
     """A `source<TAB>target[<TAB>…]` file split 80/10/10 at random; errors name the line."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line, fields = line.rstrip("\r\n"), [field.strip() for field in line.split("\t")]
-            if not line.strip():
-                continue
-            if len(fields) < 2 or not (fields[0] and fields[1]):
-                problem = (
-                    "expected 'source<TAB>target', found no tab" if len(fields) < 2
-                    else f"empty {'target' if fields[0] else 'source'}"
-                )  # fmt: skip
-                raise ValueError(f"{path}:{number}: {problem}: {line[:80]!r}")
-            rows.append((fields[0], fields[1], "-", "-"))
-    if len(rows) < 10:
-        raise ValueError(f"{path}: need at least 10 pairs to split; found {len(rows)}")
-    rows = [rows[i] for i in np.random.default_rng(seed).permutation(len(rows))]
+    pairs = read_raw_pairs(path, extra_columns=True, argument="--data")
+    if len(pairs) < 10:
+        raise ValueError(f"{path}: need at least 10 pairs to split; found {len(pairs)}")
+    rows = [(*pairs[i], "-", "-") for i in np.random.default_rng(seed).permutation(len(pairs))]
     n = max(1, len(rows) // 10)
     return {"test": rows[:n], "validation": rows[n : 2 * n], "train": rows[2 * n :]}
 
@@ -152,10 +142,8 @@ def train_model(args: argparse.Namespace, output: Path, train, validation) -> tu
     _shared.compile_for_training(model, keras.optimizers.Adam(3e-3))  # XLA
 
     def dataset(rows, shuffle):  # teacher-forcing batches, reshuffled on every pass
-        return pairs_dataset(
-            [r[0] for r in rows], [r[1] for r in rows], source_tokenizer, target_tokenizer,
-            batch_size=args.batch_size, shuffle=shuffle, seed=args.seed,
-        )  # fmt: skip
+        texts = ([r[0] for r in rows], [r[1] for r in rows], source_tokenizer, target_tokenizer)
+        return pairs_dataset(*texts, batch_size=args.batch_size, shuffle=shuffle, seed=args.seed)
 
     stopping = keras.callbacks.EarlyStopping("val_loss", patience=2, restore_best_weights=True)
     ignore = ("resume", "queries", "output_dir", "heatmaps")  # may change when resuming
@@ -197,9 +185,8 @@ def results_table(rows, predictions) -> tuple[list[dict], str]:
     normalized = [t.decode("utf-8") for t in normalize_text([r[1] for r in rows]).numpy()]
     for (_, target, locale, _), prediction, text in zip(rows, predictions, normalized):
         scores = (prediction == target, char_accuracy(prediction, text))
-        groups["all"].append(scores)
-        if locale != "-":
-            groups.setdefault(locale, []).append(scores)
+        for group in {"all", locale} - {"-"}:
+            groups.setdefault(group, []).append(scores)
     table = []
     lines = ["| locale | pairs | exact match | character accuracy |", "|---|---:|---:|---:|"]
     for name in ["all", *sorted(k for k in groups if k != "all")]:
@@ -255,7 +242,7 @@ def translate_in_fresh_process(model_dir: Path, queries: list[str]) -> dict:
 
 
 def parse(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train an attention translator of dates.")
+    parser = _shared.make_parser(__doc__)
     add, count = parser.add_argument, _shared.positive_int
     add("queries", nargs="*", help="Raw strings to translate at the end.")
     add("--data", help="A source<TAB>target file instead of the date corpus.")
@@ -270,14 +257,11 @@ def parse(argv=None) -> argparse.Namespace:
     add("--dates", type=count, default=6000, help="Distinct dates.")
     add("--beam-width", type=count, default=1)
     add("--heatmaps", type=int, default=4, help="Alignment PNGs to write.")
-    add("--output-dir", help="Where to write (default: a temporary folder).")
-    add("--seed", type=int, default=0)
-    add("--smoke", action="store_true", help="Tiny sizes, one epoch (tests).")
+    _shared.add_output_dir(parser), _shared.add_seed(parser), _shared.add_smoke(parser)
     add("--resume", action="store_true", help="Go on from the backup in --output-dir.")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.units, args.epochs, args.dates, args.batch_size = 16, 1, 60, 32
-        args.heatmaps = min(args.heatmaps, 2)
+        _shared.apply_smoke(args, SMOKE | {"heatmaps": min(args.heatmaps, 2)})
     return args
 
 
@@ -288,7 +272,7 @@ def main(argv=None) -> dict:
     output = _shared.output_folder(args, "translate_")
     queries = list(args.queries or ([] if args.data else DEFAULT_QUERIES))
     corpus = (
-        read_pairs(args.data, args.seed) if args.data else make_corpus(args.dates, 4, args.seed)
+        read_corpus(args.data, args.seed) if args.data else make_corpus(args.dates, 4, args.seed)
     )
     train, validation, test = corpus["train"], corpus["validation"], corpus["test"]
     print(f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
@@ -297,11 +281,8 @@ def main(argv=None) -> dict:
         print(f"  {locale:6} {source!r} → {target!r}")
 
     model, resume, initial_epoch, train_seconds = train_model(args, output, train, validation)
-    search = (
-        BeamSearch(args.beam_width, max_length=MAX_LENGTH)
-        if args.beam_width > 1
-        else GreedySearch(max_length=MAX_LENGTH)
-    )
+    width = args.beam_width
+    search = BeamSearch(width, max_length=MAX_LENGTH) if width > 1 else GreedySearch(MAX_LENGTH)
     translator = Translator(model, search)
     predictions = translator.translate([row[0] for row in test])
     table, markdown = results_table(test, predictions)
@@ -315,17 +296,14 @@ def main(argv=None) -> dict:
     model.save(model_path)
     export_saved_model(translator, model_dir, overwrite=True)
     reloaded = translate_in_fresh_process(model_dir, queries) if queries else {"outputs": []}
-    if queries:
-        print("\nthe SavedModel, reloaded in a fresh process (TensorFlow + tensorflow-text only):")
+    print("\nthe SavedModel, reloaded in a fresh process (TensorFlow + tensorflow-text only):")
     for query, answer in zip(queries, reloaded["outputs"]):
         print(f"  {query!r} → {answer!r}")
     epochs, wall_seconds = len(resume.history["loss"]), time.perf_counter() - started
-    print(f"\ntrained {epochs} epochs in {train_seconds:.0f} s; total {wall_seconds:.0f} s\n"
-          f"written:\n  {model_path}  (Keras model with its tokenizers)\n"
-          f"  {model_dir}  (SavedModel: serving_default on ids, translate on strings)\n"
-          f"  {output / 'alignments'}/  ({len(heatmaps)} alignment heatmaps)\n"
-          f"serve: docker run -p 8501:8501 -v {model_dir.parent.resolve()}:/models/translator \\"
-          "\n           -e MODEL_NAME=translator tensorflow/serving")  # fmt: skip
+    print(f"\ntrained {epochs} epochs in {train_seconds:.0f} s; total {wall_seconds:.0f} s; "
+          f"wrote {model_path} (Keras), {model_dir} (SavedModel), {len(heatmaps)} heatmaps\n"
+          f"serve: docker run -p 8501:8501 -v {model_dir.parent.resolve()}:/models/translator "
+          "-e MODEL_NAME=translator tensorflow/serving")  # fmt: skip
     return {
         "config": vars(args), "pairs": {k: len(v) for k, v in corpus.items()},
         "epochs_run": epochs, "history": resume.history, "resumed_from_epoch": initial_epoch,

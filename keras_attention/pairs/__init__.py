@@ -21,6 +21,7 @@ from keras_attention.pairs.files import (
     PairsFileError,
     normalize_source,
     read_pairs,
+    read_raw_pairs,
     read_sources,
 )
 from keras_attention.pairs.litert_check import check_litert
@@ -39,6 +40,7 @@ __all__ = [
     "choose_settings",
     "normalize_source",
     "read_pairs",
+    "read_raw_pairs",
     "read_sources",
     "train",
 ]

@@ -8,7 +8,14 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["Pairs", "PairsFileError", "normalize_source", "read_pairs", "read_sources"]
+__all__ = [
+    "Pairs",
+    "PairsFileError",
+    "normalize_source",
+    "read_pairs",
+    "read_raw_pairs",
+    "read_sources",
+]
 
 
 class PairsFileError(ValueError):
@@ -84,10 +91,61 @@ def _lines(path: str | os.PathLike, argument: str) -> Iterable[tuple[int, str]]:
         yield number, line
 
 
+def read_raw_pairs(
+    path: str | os.PathLike, *, extra_columns: bool = False, argument: str = "path"
+) -> list[tuple[str, str]]:
+    """The `(source, target)` strings of each `source<TAB>target` line, in file order, each
+    stripped of surrounding whitespace (UTF-8; blank lines skipped; nothing else changed).
+
+    What `read_pairs` reads before normalising and grouping; for pairs whose targets are
+    free text (sentences, dates) rather than symbols.
+
+    Args:
+        path: The file, or `"-"` for standard input.
+        extra_columns: Ignore columns after the second (Anki's and Tatoeba's exports add an
+            attribution) instead of refusing the line. Defaults to `False`.
+        argument: The argument name the errors give (`"--train"`). Defaults to `"path"`.
+
+    Raises:
+        PairsFileError: the file is missing, not UTF-8, holds no pair, or a line has no tab,
+            more than one (unless `extra_columns`), an empty source or an empty target; the
+            message names the file and line.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "fra.tsv"
+    >>> _ = path.write_text("Go.\\tVa !\\tCC-BY 2.0 (France)\\n", encoding="utf-8")
+    >>> read_raw_pairs(path, extra_columns=True)
+    [('Go.', 'Va !')]
+    """
+    name = "<stdin>" if str(path) == "-" else os.fspath(path)
+    pairs = []
+    for number, line in _lines(path, argument):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        where = f"{name}:{number}"
+        if len(fields) == 1 or (len(fields) > 2 and not extra_columns):
+            problem = "has no tab" if len(fields) == 1 else f"has {len(fields) - 1} tabs"
+            raise PairsFileError(
+                f"{where}: the line {problem}; each line must be `source<TAB>target`. "
+                f"Received: {line[:80]!r}"
+            )
+        for field, text in zip(("source", "target"), fields):
+            if not text.strip():
+                raise PairsFileError(f"{where}: the {field} is empty. Received: {line[:80]!r}")
+        pairs.append((fields[0].strip(), fields[1].strip()))
+    if not pairs:
+        raise PairsFileError(f"{name}: no `source<TAB>target` line. Received: {argument}={name!r}")
+    return pairs
+
+
 def read_pairs(
     path: str | os.PathLike, target_chars: bool = False, argument: str = "path"
 ) -> Pairs:
-    """Read `source<TAB>target` lines (UTF-8; blank lines skipped).
+    """Read `source<TAB>target` lines (UTF-8; blank lines skipped): `read_raw_pairs`, then
+    grouped by source.
 
     Sources are NFC-normalised (`normalize_source`); targets are split into symbols on
     spaces, or into characters with `target_chars`. The same source on several lines gives
@@ -100,33 +158,14 @@ def read_pairs(
         argument: The argument name the errors give (`"--train"`). Defaults to `"path"`.
 
     Raises:
-        PairsFileError: the file is missing, not UTF-8, holds no pair, or a line has no tab,
-            more than one, an empty source or an empty target; the message names the file
-            and line.
+        PairsFileError: as `read_raw_pairs`.
     """
     index: dict[str, int] = {}
     sources: list[str] = []
     references: list[list[tuple[str, ...]]] = []
-    name = "<stdin>" if str(path) == "-" else os.fspath(path)
-    count = 0
-    for number, line in _lines(path, argument):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        where = f"{name}:{number}"
-        if len(fields) != 2:
-            problem = "has no tab" if len(fields) == 1 else f"has {len(fields) - 1} tabs"
-            raise PairsFileError(
-                f"{where}: the line {problem}; each line must be `source<TAB>target`. "
-                f"Received: {line[:80]!r}"
-            )
-        source = normalize_source(fields[0])
-        target = split_target(fields[1], target_chars)
-        if not source:
-            raise PairsFileError(f"{where}: the source is empty. Received: {line[:80]!r}")
-        if not target:
-            raise PairsFileError(f"{where}: the target is empty. Received: {line[:80]!r}")
-        count += 1
+    raw = read_raw_pairs(path, argument=argument)
+    for source, target in raw:
+        source, target = normalize_source(source), split_target(target, target_chars)
         if source not in index:
             index[source] = len(sources)
             sources.append(source)
@@ -134,9 +173,8 @@ def read_pairs(
         refs = references[index[source]]
         if target not in refs:
             refs.append(target)
-    if not sources:
-        raise PairsFileError(f"{name}: no `source<TAB>target` line. Received: {argument}={name!r}")
-    return Pairs(sources, references, name, count)
+    name = "<stdin>" if str(path) == "-" else os.fspath(path)
+    return Pairs(sources, references, name, len(raw))
 
 
 def read_sources(path: str | os.PathLike = "-", argument: str = "path") -> list[str]:

@@ -76,7 +76,7 @@ def test_every_source_determines_its_target():
     assert ("en_US", "short") in excluded  # M/d/yy
 
 
-def test_read_pairs_accepts_anki_files_and_names_bad_lines(tmp_path):
+def test_read_corpus_splits_anki_files_and_names_bad_lines(tmp_path):
     good = tmp_path / "good.tsv"
     good.write_text(
         "".join(
@@ -85,21 +85,17 @@ def test_read_pairs_accepts_anki_files_and_names_bad_lines(tmp_path):
         + "\n",
         encoding="utf-8",
     )
-    corpus = example.read_pairs(good)
-    assert sum(len(v) for v in corpus.values()) == 20
+    corpus = example.read_corpus(good)
+    assert {k: len(v) for k, v in corpus.items()} == {"test": 2, "validation": 2, "train": 16}
     assert all(row[1].startswith("mot") for rows in corpus.values() for row in rows)
     bad = tmp_path / "bad.tsv"
     bad.write_text("a\tb\nno tab here\nc\td\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad\.tsv:2: expected 'source<TAB>target'"):
-        example.read_pairs(bad)
-    empty = tmp_path / "empty.tsv"
-    empty.write_text("a\tb\n\tb\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"empty\.tsv:2: empty source"):
-        example.read_pairs(empty)
+    with pytest.raises(ValueError, match=r"bad\.tsv:2: the line has no tab"):
+        example.read_corpus(bad)
     short = tmp_path / "short.tsv"
     short.write_text("a\tb\n", encoding="utf-8")
     with pytest.raises(ValueError, match="at least 10 pairs"):
-        example.read_pairs(short)
+        example.read_corpus(short)
 
 
 def test_metrics():

@@ -7,7 +7,13 @@ import unicodedata
 
 import pytest
 
-from keras_attention.pairs import PairsFileError, normalize_source, read_pairs, read_sources
+from keras_attention.pairs import (
+    PairsFileError,
+    normalize_source,
+    read_pairs,
+    read_raw_pairs,
+    read_sources,
+)
 
 
 def _write(tmp_path, text, name="pairs.tsv", encoding="utf-8"):
@@ -54,6 +60,17 @@ def test_sources_are_nfc_and_targets_may_be_characters(tmp_path):
 def test_bad_lines_are_refused_naming_file_and_line(tmp_path, text, message):
     with pytest.raises(PairsFileError, match=message):
         read_pairs(_write(tmp_path, text), argument="--train")
+
+
+def test_raw_pairs_keep_the_text_and_may_ignore_further_columns(tmp_path):
+    """Anki's and Tatoeba's exports: `source<TAB>target<TAB>attribution`."""
+    text = "Go.\tVa !\tCC-BY 2.0 (France) Attribution: tatoeba.org\n\n cafe\u0301 \t Un  café \t\n"
+    path = _write(tmp_path, text)
+    assert read_raw_pairs(path, extra_columns=True) == [("Go.", "Va !"), ("cafe\u0301", "Un  café")]
+    with pytest.raises(PairsFileError, match=r"pairs\.tsv:1: the line has 2 tabs"):
+        read_raw_pairs(path)
+    with pytest.raises(PairsFileError, match=r"pairs\.tsv:2: the target is empty"):
+        read_raw_pairs(_write(tmp_path, "a\tb\tx\nc\t \tx\n"), extra_columns=True)
 
 
 def test_a_file_that_is_not_utf8_is_refused_naming_the_line(tmp_path):
