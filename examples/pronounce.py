@@ -46,7 +46,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 
 from keras_attention.pairs import PairModel, Pairs, Settings, check_litert, read_pairs, train
-from keras_attention.training import cpu_seconds
+from keras_attention.training import cpu_seconds, host
 
 WORD_RULE = re.compile(r"[a-z]+(?:'[a-z]+)*")
 HARD_WORDS = ("knife", "box", "through", "though", "tough")  # silent k, x → K S, ough
@@ -296,7 +296,7 @@ def main(argv=None) -> dict:
         "evaluation_seconds": scores["seconds"], "wall_seconds": wall,
         "cpu_seconds": cpu, "cpu_share": cpu / wall,  # LiteRT's runner included; 2.0: 2 cores
         "config": {**model.settings.to_dict(), "keep_stress": args.keep_stress},
-        "machine": {"cpus": os.cpu_count(), "load_average_at_end": list(os.getloadavg())},
+        "machine": {**host(), "load_average_at_end": list(os.getloadavg())},
         "litert": litert,
     }  # fmt: skip
     (output / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")

@@ -81,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         "--members", type=_positive_int, help="Models of several seeds, decoded as one ensemble."
     )
     train.add_argument(
+        "--workers",
+        type=_positive_int,
+        help="Members trained at once, each in its own process (default: as many as there "
+        "are members and CPU cores).",
+    )
+    train.add_argument(
         "--resume",
         action="store_true",
         help="Go on from the backups of a stopped run in --output-dir.",
@@ -182,6 +188,7 @@ def _train(args: argparse.Namespace) -> int:
             "epochs",
             "patience",
             "beam_width",
+            "workers",
         )
         if getattr(args, name) is not None
     }

@@ -229,8 +229,8 @@ class BaseAttentionCell(keras.layers.Layer):
         """
         self._build_attentions(tuple(memory.shape))
         feed_kernel = None
-        if self.built and self._fused_lstm():
-            # Rows of the LSTM kernel that see the fed-back vector, sliced once per sequence:
+        if self.built and self._fused_kind():
+            # Rows of the cell's kernel that see the fed-back vector, sliced once per sequence:
             # sliced inside the loop, every step's gradient would be a full-kernel tensor.
             extra = self._cell_input_dim(0, memory.shape[-1])
             feed_kernel = self._weight(self.cell.kernel)[self.cell.kernel.shape[0] - extra :]
@@ -266,25 +266,36 @@ class BaseAttentionCell(keras.layers.Layer):
 
     def _fused_lstm(self) -> bool:
         """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
+        return self._fused_kind() == "lstm"
+
+    def _fused_kind(self) -> str | None:
+        """`"lstm"` or `"gru"` for a plain Keras `LSTMCell` / `GRUCell` (with biases, the GRU's
+        reset gate after its matmul as Keras' default, no dropout), whose input projection
+        can leave the time loop and whose step this cell computes itself; else `None`."""
         cell = self.cell
-        return (
-            type(cell) is keras.layers.LSTMCell
-            and cell.use_bias
-            and not cell.dropout
-            and not cell.recurrent_dropout
-        )
+        kind = {keras.layers.LSTMCell: "lstm", keras.layers.GRUCell: "gru"}.get(type(cell))
+        if kind is None or not cell.use_bias or cell.dropout or cell.recurrent_dropout:
+            return None
+        if kind == "gru" and not cell.reset_after:
+            return None
+        return kind
 
     def project_inputs(self, inputs):
         """The part of the step that depends on `y` only, for all steps at once.
 
-        For a plain `LSTMCell` this is `y W_y + b` (W_y the rows of the cell's kernel that see
-        `y`): `AttentionRNN` computes it once, outside the time loop, as one large matmul.
-        For other cells it is `y` itself. `step` accepts raw `y` and calls this.
+        For a plain `LSTMCell` or `GRUCell` this is `y W_y + b` (W_y the rows of the cell's
+        kernel that see `y`, b its input bias): `AttentionRNN` computes it once, outside the
+        time loop, as one large matmul. For other cells it is `y` itself. `step` accepts raw
+        `y` and calls this.
         """
-        if not self._fused_lstm():
+        kind = self._fused_kind()
+        if kind is None:
             return inputs
         rows = inputs.shape[-1]
-        return matmul(inputs, self._weight(self.cell.kernel)[:rows]) + self._weight(self.cell.bias)
+        bias = self._weight(self.cell.bias)
+        if kind == "gru":
+            bias = bias[0]  # [input bias; recurrent bias] (reset_after)
+        return matmul(inputs, self._weight(self.cell.kernel)[:rows]) + bias
 
     def _weight(self, variable):
         """A variable of the wrapped cell read in the compute dtype: `step` and
@@ -295,16 +306,26 @@ class BaseAttentionCell(keras.layers.Layer):
     def _cell_step(self, inputs, extra, cell_states, memory, training):
         """Step the wrapped cell on `[inputs; extra]` (inputs already through `project_inputs`)."""
         cell = self.cell
-        if self._fused_lstm():
+        kind = self._fused_kind()
+        if kind is not None and extra is not None:
+            feed_kernel = memory.feed_kernel
+            if feed_kernel is None:  # memory prepared before the cell was built
+                feed_kernel = self._weight(cell.kernel)[cell.kernel.shape[0] - extra.shape[-1] :]
+            inputs = inputs + matmul(extra, feed_kernel)
+        if kind == "gru":
+            # Keras' GRUCell (reset_after): inputs is x W + b_x, the whole input projection.
+            (h,) = cell_states
+            inner = matmul(h, self._weight(cell.recurrent_kernel)) + self._weight(cell.bias)[1]
+            x_z, x_r, x_h = ops.split(inputs, 3, axis=-1)
+            r_z, r_r, r_h = ops.split(inner, 3, axis=-1)
+            z = cell.recurrent_activation(x_z + r_z)
+            r = cell.recurrent_activation(x_r + r_r)
+            h = z * h + (1 - z) * cell.activation(x_h + r * r_h)
+            h = ops.cast(h, self.compute_dtype)
+            return h, [h]
+        if kind == "lstm":
             h, c = cell_states
             z = inputs + matmul(h, self._weight(cell.recurrent_kernel))
-            if extra is not None:
-                feed_kernel = memory.feed_kernel
-                if feed_kernel is None:  # memory prepared before the cell was built
-                    feed_kernel = self._weight(cell.kernel)[
-                        cell.kernel.shape[0] - extra.shape[-1] :
-                    ]
-                z = z + matmul(extra, feed_kernel)
             i, f, g, o = ops.split(z, 4, axis=-1)
             act, gate = cell.activation, cell.recurrent_activation
             c = gate(f) * c + gate(i) * act(g)
@@ -402,6 +423,12 @@ class BaseAttentionCell(keras.layers.Layer):
             `(output [B, output_size], new_states, weights [B, S])`: the attention weights
             (the alignment, in tfa's words) of this step.
         """
+        self._check_states(states)
+        if not self.built:
+            self.build(tuple(inputs.shape), tuple(memory.value.shape))
+        return self.step_projected(self.project_inputs(inputs), states, memory, position, training)
+
+    def _check_states(self, states) -> None:
         count, expected = len(states), len(self.state_size)
         if count != expected:
             # Without this, a short state fails deep in `step_projected` (an IndexError).
@@ -412,9 +439,6 @@ class BaseAttentionCell(keras.layers.Layer):
                 "completed by cell.complete_initial_state(states, batch_size, memory); the "
                 f"searches do this themselves. Received: a list of {count}"
             )
-        if not self.built:
-            self.build(tuple(inputs.shape), tuple(memory.value.shape))
-        return self.step_projected(self.project_inputs(inputs), states, memory, position, training)
 
     def step_projected(self, inputs, states, memory, position=None, training=None):
         """`step` on inputs that already went through `project_inputs`."""

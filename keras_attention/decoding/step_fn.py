@@ -201,11 +201,21 @@ def make_step_fn(
         if memory_mask is not None:
             memory_mask = ops.repeat(memory_mask, beam_width, axis=0)
     prepared = cell.prepare_memory(memory, memory_mask)
+    table = _projected_table(cell, embedding, memory.shape[0])
 
     def step_fn(tokens, states, t):
-        output, new_states, weights = cell.step(
-            embedding(tokens), list(states), prepared, position=t
-        )
+        if table is None:
+            output, new_states, weights = cell.step(
+                embedding(tokens), list(states), prepared, position=t
+            )
+        else:  # the embedding and the cell's input projection, looked up as one table
+            cell._check_states(states)
+            output, new_states, weights = cell.step_projected(
+                ops.take(table, ops.cast(tokens, "int32"), axis=0),
+                list(states),
+                prepared,
+                position=t,
+            )
         return output_layer(output), new_states, weights
 
     def complete_state(initial_state, batch_size):
@@ -223,6 +233,33 @@ def make_step_fn(
         input_vocabulary_size=getattr(embedding, "input_dim", None),
         complete_state=complete_state,
     )
+
+
+def _projected_table(cell, embedding, rows):
+    """`cell.project_inputs` of every row of `embedding`'s table, `[V, G]`, or `None`.
+
+    Where the cell projects its inputs (a plain `LSTMCell` / `GRUCell`: `y W_y + b`), a step
+    may look the token's projection up instead of embedding and projecting it: the same
+    numbers, one gather instead of a gather and a matmul per step. Made once per search, so
+    only where the table (V rows) costs no more than a few steps of the search's `rows`
+    (V <= 16 rows), from a plain, unquantized, built `keras.layers.Embedding` in the cell's
+    dtype.
+    """
+    if (
+        type(embedding) is not keras.layers.Embedding
+        or not embedding.built
+        or not cell.built
+        or cell._fused_kind() is None
+        or getattr(embedding, "quantization_mode", None)
+        or getattr(embedding, "lora_enabled", False)
+        or rows is None
+        or embedding.input_dim > 16 * rows
+    ):
+        return None
+    dtype = keras.backend.standardize_dtype(cell.compute_dtype)
+    if keras.backend.standardize_dtype(embedding.compute_dtype) != dtype:
+        return None
+    return cell.project_inputs(ops.cast(embedding.embeddings, dtype))
 
 
 # ---------------------------------------------------------------- shared by the searches

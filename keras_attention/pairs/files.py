@@ -132,9 +132,9 @@ def read_raw_pairs(
                 f"{where}: the line {problem}; each line must be `source<TAB>target`. "
                 f"Received: {line[:80]!r}"
             )
-        for field, text in zip(("source", "target"), fields):
+        for part, text in zip(("source", "target"), fields):
             if not text.strip():
-                raise PairsFileError(f"{where}: the {field} is empty. Received: {line[:80]!r}")
+                raise PairsFileError(f"{where}: the {part} is empty. Received: {line[:80]!r}")
         pairs.append((fields[0].strip(), fields[1].strip()))
     if not pairs:
         raise PairsFileError(f"{name}: no `source<TAB>target` line. Received: {argument}={name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,10 @@ class Settings:
         average_last: Also score the mean of the last `average_last` epochs' weights.
         members: Models of seeds `seed .. seed + members - 1`, each trained with an equal
             share of the budget, decoded as one ensemble.
+        workers: Members trained at once, each in a process of its own with an equal share
+            of the CPU cores (`None`: as many as there are members and cores). A process per
+            core trains more per CPU-second than one process using every core
+            (BENCHMARKS.md §7, "Members side by side").
         beam_width: Beams of the search (validation, `predict`, `evaluate`, exports).
         max_length: Most target symbols generated (end token included).
         buckets: Upper bounds of the training batches' length buckets.
@@ -59,6 +64,7 @@ class Settings:
     patience: int = 5
     average_last: int = 3
     members: int = 2
+    workers: int | None = None
     beam_width: int = 4
     max_length: int = 32
     buckets: tuple[int, ...] = field(default_factory=tuple)
@@ -77,6 +83,9 @@ class Settings:
             "learning_rate": self.learning_rate > 0,
             "time_budget": self.time_budget > 0,
             "cpu_budget": self.cpu_budget is None or self.cpu_budget > 0,
+            "workers": self.workers is None
+            or (isinstance(self.workers, int) and not isinstance(self.workers, bool))
+            and self.workers >= 1,
         }
         for name in (
             "units",
@@ -97,6 +106,13 @@ class Settings:
                     f"Invalid setting `{name}`. Received: {name}={getattr(self, name)!r}"
                 )
         self.buckets = tuple(int(b) for b in self.buckets)
+
+    def parallel_members(self) -> int:
+        """How many members train at once: `workers`, or as many as there are members and
+        CPU cores."""
+        if self.workers is not None:
+            return min(self.workers, self.members)
+        return max(1, min(self.members, os.cpu_count() or 1))
 
     def search(self, beam_width: int | None = None, return_beams: bool = False) -> Search:
         """The search of `beam_width` beams (default: the settings'), of the settings'
@@ -127,15 +143,19 @@ def choose_settings(
     The rule, chosen on the SIGMORPHON 2021 dev files and CMUdict's validation words
     (BENCHMARKS.md §7 and "G2P in 21 languages"):
 
-    - from 50,000 pairs (CMUdict): 256 units, batches of 128, no dropout, two members with
-      24.5 training minutes between them (`examples/pronounce.py`'s 28.5-minute run);
+    - from 50,000 pairs (CMUdict): 256 units, batches of 256 at a peak learning rate of
+      0.006 (against 128 at 0.003: 2.1 points of validation WER better at 12 CPU minutes a
+      model, BENCHMARKS.md §7), no dropout, two members with 24.5 training minutes between
+      them (`examples/pronounce.py`'s 28.5-minute run);
     - from 3,000 pairs: 256 units, batches of 64, dropout 0.2, 10 minutes;
     - fewer: 128 units, batches of 32, dropout 0.3, 60 epochs over which the learning rate
       decays (no early stopping: the best epoch is kept), 5 minutes at most.
 
-    Every size: a GRU decoder with Bahdanau attention, 64-dimensional embeddings, label
-    smoothing 0.1, the weights of the best validation WER kept, beam width 4, and at most
-    `ceil(1.5 * longest_target) + 2` target symbols generated.
+    Every size: a GRU decoder with Bahdanau attention, 64-dimensional embeddings, a peak
+    learning rate of 0.003 (CMUdict's aside), label smoothing 0.1, the weights of the best
+    validation WER kept, beam width 4, and at most `ceil(1.5 * longest_target) + 2` target
+    symbols generated; the members train side by side, one process a core
+    (`parallel_members`).
     """
     from keras_attention.training import length_buckets
 
@@ -143,7 +163,8 @@ def choose_settings(
     if pairs >= 50_000:
         chosen: dict[str, Any] = {
             "units": 256,
-            "batch_size": 128,
+            "batch_size": 256,
+            "learning_rate": 6e-3,
             "dropout": 0.0,
             "time_budget": 24.5,
             "epochs": 40,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import keras
+import numpy as np
 
 from keras_attention import __version__
 from keras_attention.metrics import sequence_error_rates
@@ -37,6 +38,7 @@ from keras_attention.training import (
     SmoothedSparseCrossentropy,
     TrainingControl,
     cpu_seconds,
+    host,
 )
 
 __all__ = ["DECODE_BATCH", "DECODE_PAD", "FORMAT", "decode", "error_rates", "train"]
@@ -126,6 +128,12 @@ def train(
             f"characters, {len(target_vocabulary) - 4} target symbols"
         )
         print("settings: " + ", ".join(f"{k}={v}" for k, v in chosen.to_dict().items()))
+        machine = host()
+        print(
+            f"host: {machine['cpu']}, {machine['cpus']} CPUs, AVX-512 "
+            f"{'yes' if machine['avx512'] else 'no'}, AMX {'yes' if machine['amx'] else 'no'}; "
+            f"{chosen.parallel_members()} model(s) trained at once"
+        )
     output.mkdir(parents=True, exist_ok=True)
     data = {
         "sources": [source_vocabulary.encode(s) for s, _ in pairs],
@@ -134,16 +142,9 @@ def train(
         "source_vocabulary": source_vocabulary,
         "target_vocabulary": target_vocabulary,
     }
-    models, trainings = [], []
-    for member in range(chosen.members):
-        keras.utils.set_random_seed(chosen.seed + member)
-        model = build_model(chosen, len(source_vocabulary), len(target_vocabulary))
-        trainings.append(
-            _train_member(
-                model, chosen, data, output, member, resume, verbose, (started, cpu_started)
-            )
-        )
-        models.append(model)
+    models, trainings = _train_members(
+        chosen, data, output, resume, verbose, (started, cpu_started)
+    )
     model = models[0] if len(models) == 1 else Seq2SeqEnsemble(models)
     translator = Translator(
         model, chosen.search(), jit_compile=chosen.jit_compile, pad_to_multiple=DECODE_PAD
@@ -157,7 +158,7 @@ def train(
         "train_sources": len(train_pairs),
         "members": trainings,
         "curve": trainings[0]["curve"],
-        "machine": {"cpus": os.cpu_count()},
+        "machine": host(),
     }
     if verbose:
         print(
@@ -244,14 +245,159 @@ def error_rates(translator, pairs: Pairs, source_vocabulary, target_vocabulary) 
     }
 
 
-def _budget(settings: Settings, member: int, clocks: tuple[float, float]) -> tuple[str, float]:
-    """`(clock, seconds)`: what is left of the budget for training, shared equally among
-    `member` and the members still to train."""
-    share = settings.members - member
+def _budget(
+    settings: Settings, members_left: int, waves_left: int, clocks: tuple[float, float]
+) -> tuple[str, float]:
+    """`(clock, seconds)` of each member of the next wave: what is left of the budget,
+    shared equally among the members still to train (CPU time, which each member spends
+    alone) or among the waves still to run (wall time, which a wave's members share)."""
     started, cpu_started = clocks
     if settings.cpu_budget:
-        return "cpu", (settings.cpu_budget * 60 - (cpu_seconds() - cpu_started)) / share
-    return "wall", (settings.time_budget * 60 - (time.perf_counter() - started)) / share
+        return "cpu", (settings.cpu_budget * 60 - (cpu_seconds() - cpu_started)) / members_left
+    return "wall", (settings.time_budget * 60 - (time.perf_counter() - started)) / waves_left
+
+
+def _train_members(
+    settings: Settings, data: dict, output: Path, resume: bool, verbose: int, clocks
+) -> tuple[list, list[dict]]:
+    """`(models, trainings)`: the members, trained in waves of `settings.parallel_members()`,
+    each wave's members at once in processes of their own (one wave of one member: in this
+    process), each within its share of the budget."""
+    workers = settings.parallel_members()
+    waves = [
+        list(range(first, min(first + workers, settings.members)))
+        for first in range(0, settings.members, workers)
+    ]
+    sizes = (len(data["source_vocabulary"]), len(data["target_vocabulary"]))
+    models, trainings = [], []
+    for index, wave in enumerate(waves):
+        budget = _budget(settings, settings.members - wave[0], len(waves) - index, clocks)
+        if len(wave) == 1 and workers == 1:
+            keras.utils.set_random_seed(settings.seed + wave[0])
+            model = build_model(settings, *sizes)
+            trainings.append(
+                _train_member(model, settings, data, output, wave[0], resume, verbose, budget)
+            )
+            models.append(model)
+            continue
+        jobs = {
+            "settings": settings.to_dict(),
+            "data": data,
+            "output": str(output),
+            "resume": resume,
+            "verbose": min(verbose, 2) and 2,  # a line per epoch: no bars side by side
+            "budget": budget,
+            "threads": max(1, (os.cpu_count() or 1) // len(wave)),
+        }
+        for member, record in zip(wave, _run_in_processes(jobs, wave)):
+            keras.utils.set_random_seed(settings.seed + member)
+            model = build_model(settings, *sizes)
+            model.build_from_config(None)
+            path = _member_files(output, member)["weights"]
+            with np.load(path) as weights:  # the model's, not its optimizer's
+                model.set_weights([weights[f"w{i}"] for i in range(len(weights.files))])
+            path.unlink()
+            model.optimizer.build(model.trainable_variables)  # saved as a trained one is
+            trainings.append(record)
+            models.append(model)
+    return models, trainings
+
+
+def _member_files(output: Path, member: int) -> dict[str, Path]:
+    """What a member's process leaves for this one: its weights, record and error."""
+    return {
+        "weights": output / f".member-{member}.weights.npz",
+        "record": output / f".member-{member}.json",
+        "error": output / f".member-{member}.error",
+    }
+
+
+def _run_in_processes(jobs: dict, members: list[int]) -> list[dict]:
+    """Train `members` at once, each in a new process (spawned: no TensorFlow state is
+    inherited) limited to `jobs["threads"]` threads; their records, in order."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    threads = str(jobs["threads"])
+    keys = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+    saved = {key: os.environ.get(key) for key in keys}
+    processes = []
+    try:
+        os.environ.update(dict.fromkeys(keys, threads))  # read by TensorFlow as it starts
+        for member in members:
+            for path in _member_files(Path(jobs["output"]), member).values():
+                path.unlink(missing_ok=True)
+            job = {**jobs, "member": member, "spawned": time.time()}
+            process = context.Process(target=_member_process, args=(job,), daemon=True)
+            process.start()
+            processes.append(process)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    try:
+        for process in processes:
+            process.join()
+    finally:  # interrupted: no member goes on training alone
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join()
+    records = []
+    for member, process in zip(members, processes):
+        files = _member_files(Path(jobs["output"]), member)
+        if process.exitcode != 0 or not files["record"].exists():
+            error = files["error"].read_text() if files["error"].exists() else ""
+            files["error"].unlink(missing_ok=True)
+            raise RuntimeError(
+                f"Training model {member + 1} failed in its process (exit code "
+                f"{process.exitcode}):\n{error}"
+            )
+        records.append(json.loads(files["record"].read_text()))
+        files["record"].unlink()
+    return records
+
+
+def _member_process(job: dict) -> None:
+    """A member's process: train it (`_train_member`), then write its weights and record for
+    the process that started it (or the error that stopped it)."""
+    import traceback
+
+    member, output = job["member"], Path(job["output"])
+    files = _member_files(output, member)
+    _die_with_parent()
+    try:
+        settings = Settings.from_dict(job["settings"])
+        data = job["data"]
+        keras.utils.set_random_seed(settings.seed + member)
+        model = build_model(
+            settings, len(data["source_vocabulary"]), len(data["target_vocabulary"])
+        )
+        clock, seconds = job["budget"]
+        if clock == "wall":  # the time this process took to start was the wave's too
+            seconds -= time.time() - job["spawned"]
+        record = _train_member(
+            model, settings, data, output, member, job["resume"], job["verbose"], (clock, seconds)
+        )
+        with open(files["weights"], "wb") as f:
+            np.savez(f, **{f"w{i}": w for i, w in enumerate(model.get_weights())})
+        files["record"].write_text(json.dumps(record), encoding="utf-8")
+    except BaseException:
+        files["error"].write_text(traceback.format_exc(), encoding="utf-8")
+        raise
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel kill this process when the one that started it dies (a
+    killed `train` leaves no member training alone; `resume` goes on from the backups)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _train_member(
@@ -262,10 +408,10 @@ def _train_member(
     member: int,
     resume: bool,
     verbose: int,
-    clocks,
+    budget: tuple[str, float],
 ) -> dict:
-    """Train one member within its share of the budget, with backups that `resume` goes
-    on from; what training did and took."""
+    """Train one member within `budget` (`(clock, seconds)`), with backups that `resume`
+    goes on from; what training did and took."""
     train = BucketedBatches(
         data["sources"],
         data["targets"],
@@ -291,7 +437,7 @@ def _train_member(
         )
         return {"wer": scores["wer"], "per": scores["per"]}
 
-    clock, budget = _budget(settings, member, clocks)
+    clock, budget = budget
     control = TrainingControl(
         settings.learning_rate,
         settings.epochs,
@@ -306,7 +452,8 @@ def _train_member(
     )
     backup = output / ("backup" if settings.members == 1 else f"backup-{member}")
     fingerprint = {**settings.to_dict(), "pairs": len(data["sources"]), "valid": len(valid_pairs)}
-    fingerprint.pop("time_budget"), fingerprint.pop("cpu_budget")
+    for name in ("time_budget", "cpu_budget", "workers"):  # how long and where, not what
+        fingerprint.pop(name)
     resumable = ResumableTraining(backup, settings=fingerprint)
     resumable.set_callbacks([control])
     initial_epoch, epochs = 0, settings.epochs

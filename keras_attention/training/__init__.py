@@ -11,7 +11,7 @@ backend); the rest is backend-agnostic Keras.
 """
 
 from keras_attention.training.batches import BucketedBatches, length_buckets
-from keras_attention.training.control import TrainingControl, cpu_seconds
+from keras_attention.training.control import TrainingControl, cpu_seconds, host
 from keras_attention.training.losses import SmoothedSparseCrossentropy
 from keras_attention.training.resume import CorruptBackupError, ResumableTraining
 
@@ -22,5 +22,6 @@ __all__ = [
     "SmoothedSparseCrossentropy",
     "TrainingControl",
     "cpu_seconds",
+    "host",
     "length_buckets",
 ]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 import time
 
 import keras
 import numpy as np
 
-__all__ = ["TrainingControl", "cpu_seconds"]
+__all__ = ["TrainingControl", "cpu_seconds", "host"]
 
 
 def cpu_seconds() -> float:
@@ -22,6 +23,37 @@ def cpu_seconds() -> float:
     system: the clock of `--cpu-budget`."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
+
+
+def host() -> dict:
+    """The host class a figure was taken on: CPUs, the CPU's model name and whether it has
+    the vector and matrix units XLA's CPU code uses (AVX-512, AMX), from `/proc/cpuinfo`
+    where there is one. A CPU-minute of training buys about 1.5x more on a host with AVX-512
+    than on one without (BENCHMARKS.md §7), so every training record states it.
+
+    Example:
+
+    >>> sorted(host())
+    ['amx', 'avx512', 'cpu', 'cpus']
+    """
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    name = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": name,
+        "avx512": "avx512f" in flags,
+        "amx": "amx_tile" in flags,
+    }
 
 
 CLOCKS = {"wall", "cpu"}

@@ -302,3 +302,78 @@ def test_compiled_fit_with_randomness_inside_the_loop():
     x = [rng.normal(size=(8, 4, 3)), rng.normal(size=(8, 6, 5))]
     history = model.fit(x, rng.integers(0, 7, (8, 4)), epochs=2, batch_size=4, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
+
+
+# A subclass is not the plain Keras cell, so the attentional cell calls it as Keras does
+# instead of computing the step itself (`BaseAttentionCell._fused_kind`): Keras' own
+# GRUCell / LSTMCell code is the reference for the step the cells compute in their place.
+class _KerasGRUCell(keras.layers.GRUCell):
+    pass
+
+
+class _KerasLSTMCell(keras.layers.LSTMCell):
+    pass
+
+
+class _PlainEmbedding(keras.layers.Embedding):
+    pass
+
+
+@pytest.mark.parametrize(
+    "rnn, keras_rnn, make",
+    [
+        (
+            keras.layers.GRUCell,
+            _KerasGRUCell,
+            lambda c: BahdanauAttentionCell(c, AdditiveAttention()),
+        ),
+        (
+            keras.layers.GRUCell,
+            _KerasGRUCell,
+            lambda c: LuongAttentionCell(c, LuongAttention("general")),
+        ),
+        (
+            keras.layers.LSTMCell,
+            _KerasLSTMCell,
+            lambda c: BahdanauAttentionCell(c, AdditiveAttention()),
+        ),
+    ],
+    ids=["bahdanau_gru", "luong_gru_input_feeding", "bahdanau_lstm"],
+)
+def test_the_cells_own_step_equals_keras_cell_call(rnn, keras_rnn, make):
+    """The input projection outside the loop (`project_inputs`) and the step computed in the
+    cell give Keras' GRUCell / LSTMCell numbers, teacher-forced and in the decoding step,
+    where the embedding and projection are one looked-up table (`make_step_fn`)."""
+    from keras_attention.decoding import make_step_fn
+    from keras_attention.decoding.step_fn import _projected_table
+
+    rng = np.random.default_rng(3)
+    memory = rng.normal(size=(4, 6, 10)).astype("float32")
+    inputs = rng.normal(size=(4, 5, DIM)).astype("float32")
+    ours, theirs = make(rnn(UNITS)), make(keras_rnn(UNITS))
+    assert ours._fused_kind() is not None and theirs._fused_kind() is None
+    ours_rnn, theirs_rnn = AttentionRNN(ours), AttentionRNN(theirs)
+    expected = theirs_rnn(inputs, memory)
+    ours_rnn(inputs, memory)
+    ours_rnn.set_weights(theirs_rnn.get_weights())
+    np.testing.assert_allclose(to_numpy(ours_rnn(inputs, memory)), to_numpy(expected), atol=1e-5)
+
+    embedding, plain = keras.layers.Embedding(VOCAB, DIM), _PlainEmbedding(VOCAB, DIM)
+    embedding.build((None,)), plain.build((None,))
+    plain.set_weights(embedding.get_weights())
+    output = keras.layers.Dense(VOCAB)
+    folded = make_step_fn(ours, embedding, output, memory)
+    unfolded = make_step_fn(theirs, plain, output, memory)
+    assert _projected_table(ours, embedding, 4) is not None
+    assert _projected_table(theirs, embedding, 4) is None  # the cell projects nothing
+    assert _projected_table(ours, plain, 4) is None  # not a plain Embedding
+    assert _projected_table(ours, embedding, None) is None  # rows unknown
+    assert _projected_table(ours, keras.layers.Embedding(65, DIM), 4) is None  # V > 16 rows
+    tokens = np.array([1, 0, 14, 3], "int32")
+    states = theirs_states = ours.get_initial_state(4, memory)
+    for t in range(3):
+        logits, states, weights = folded(tokens, states, t)
+        expected_logits, theirs_states, expected_weights = unfolded(tokens, theirs_states, t)
+        np.testing.assert_allclose(to_numpy(logits), to_numpy(expected_logits), atol=1e-5)
+        np.testing.assert_allclose(to_numpy(weights), to_numpy(expected_weights), atol=1e-6)
+        tokens = np.argmax(to_numpy(logits), axis=-1).astype("int32")

@@ -27,7 +27,7 @@ def test_vocabulary_refuses_empty_and_special_symbols(bad):
 
 @pytest.mark.parametrize(
     "pairs, units, batch_size, dropout, budget",
-    [(120_000, 256, 128, 0.0, 24.5), (8_000, 256, 64, 0.2, 10.0), (800, 128, 32, 0.3, 5.0)],
+    [(120_000, 256, 256, 0.0, 24.5), (8_000, 256, 64, 0.2, 10.0), (800, 128, 32, 0.3, 5.0)],
 )
 def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget):
     settings = choose_settings(pairs, longest_target=10, lengths=[3, 5, 7, 9, 11])
@@ -35,6 +35,7 @@ def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget
     assert settings.time_budget == budget
     assert settings.max_length == 17  # ceil(1.5 * 10) + 2
     assert settings.buckets[-1] == 11
+    assert settings.learning_rate == (6e-3 if pairs >= 50_000 else 3e-3)
 
 
 def test_given_settings_override_the_rule_and_round_trip():
