@@ -16,6 +16,13 @@ padded tokens: a larger batch pads no more (the batches are bucketed by length).
     python benchmarks/bench_g2p_throughput.py                       # every variant
     python benchmarks/bench_g2p_throughput.py --variants default,bf16 --rounds 3
     python benchmarks/bench_g2p_throughput.py --smoke               # minutes, no XLA
+    python benchmarks/bench_g2p_throughput.py --variants default --side-by-side
+
+`--side-by-side` then runs the same variants again in as many processes at once as there are
+CPU cores, each limited to one thread (`TF_NUM_INTRAOP_THREADS=1`, as `keras-attention train`
+runs an ensemble's members), and prints the pairs trained per wall second of all of them
+together beside the one process's: what training members side by side buys over training them
+in turn.
 
 Variants (`--variants`, comma-separated): `default` (GRU, Bahdanau, batch 128, float32),
 `bf16` (Keras dtype policy `mixed_bfloat16`: bfloat16 matmuls, float32 weights
@@ -71,6 +78,11 @@ def _parse(argv) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=4096, help="Pairs a variant trains a turn.")
     parser.add_argument("--json", help="Write the results here.")
     parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="Also run the variants in one single-threaded process per core at once.",
+    )
+    parser.add_argument(
         "--smoke", "--quick", action="store_true", help="Tiny model and data, no XLA."
     )
     args = parser.parse_args(argv)
@@ -115,9 +127,46 @@ def main(argv=None) -> dict:
         "load_average_at_end": list(os.getloadavg()),
         "cpus": os.cpu_count(),
     }
+    if args.side_by_side:
+        result["side_by_side"] = _side_by_side(args, rows)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
+
+
+def _side_by_side(args: argparse.Namespace, alone: list[dict]) -> list[dict]:
+    """This script once per core at once, one thread each; the table against `alone`."""
+    import subprocess
+    import tempfile
+
+    count = os.cpu_count() or 1
+    command = [sys.executable, __file__, "--variants", args.variants, "--rounds",
+               str(args.rounds), "--pairs", str(args.pairs)]  # fmt: skip
+    command += ["--smoke"] if args.smoke else []
+    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+    with tempfile.TemporaryDirectory() as folder:
+        paths = [Path(folder) / f"{i}.json" for i in range(count)]
+        processes = [
+            subprocess.Popen([*command, "--json", str(path)], env=env, stdout=subprocess.DEVNULL)
+            for path in paths
+        ]
+        for process in processes:
+            if process.wait() != 0:
+                raise RuntimeError(f"a side-by-side run failed: exit code {process.returncode}")
+        runs = [json.loads(path.read_text())["rows"] for path in paths]
+    rows = []
+    print(f"\n| variant | 1 process, {count} threads: pairs/s | {count} processes of 1 thread: "
+          "pairs/s (sum) | ratio | pairs/CPU-s each |\n|---|---:|---:|---:|---|")  # fmt: skip
+    for i, row in enumerate(alone):
+        together = sum(run[i]["pairs_per_second"] for run in runs)
+        each = [run[i]["pairs_per_cpu_second"] for run in runs]
+        rows.append({"variant": row["variant"], "alone": row["pairs_per_second"],
+                     "side_by_side": together, "ratio": together / row["pairs_per_second"],
+                     "pairs_per_cpu_second_each": each})  # fmt: skip
+        print(f"| {row['variant']} | {row['pairs_per_second']:.0f} | {together:.0f} | "
+              f"{together / row['pairs_per_second']:.2f}× | "
+              f"{' / '.join(f'{x:.0f}' for x in each)} |")  # fmt: skip
+    return rows
 
 
 def _compiled(name: str, smoke: dict, pairs: list) -> dict:

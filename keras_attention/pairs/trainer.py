@@ -304,70 +304,82 @@ def _train_members(
 
 
 def _member_files(output: Path, member: int) -> dict[str, Path]:
-    """What a member's process leaves for this one: its weights, record and error."""
+    """A member's process's files: its job (written for it), and what it leaves for the
+    process that started it: its weights, record or error."""
     return {
         "weights": output / f".member-{member}.weights.npz",
         "record": output / f".member-{member}.json",
         "error": output / f".member-{member}.error",
+        "job": output / f".member-{member}.job",
     }
 
 
 def _run_in_processes(jobs: dict, members: list[int]) -> list[dict]:
-    """Train `members` at once, each in a new process (spawned: no TensorFlow state is
-    inherited) limited to `jobs["threads"]` threads; their records, in order."""
-    import multiprocessing
+    """Train `members` at once, each in a new Python process (nothing of this one's
+    TensorFlow, nor its `__main__`, is inherited) limited to `jobs["threads"]` threads;
+    their records, in order."""
+    import pickle
+    import subprocess
 
-    context = multiprocessing.get_context("spawn")
+    import keras_attention
+
+    output = Path(jobs["output"])
     threads = str(jobs["threads"])
-    keys = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
-    saved = {key: os.environ.get(key) for key in keys}
+    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": threads, "TF_NUM_INTEROP_THREADS": threads}
+    package_root = str(Path(keras_attention.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    code = (
+        "import sys; from keras_attention.pairs import trainer; trainer._member_main(sys.argv[1])"
+    )
     processes = []
     try:
-        os.environ.update(dict.fromkeys(keys, threads))  # read by TensorFlow as it starts
         for member in members:
-            for path in _member_files(Path(jobs["output"]), member).values():
+            files = _member_files(output, member)
+            for path in files.values():
                 path.unlink(missing_ok=True)
-            job = {**jobs, "member": member, "spawned": time.time()}
-            process = context.Process(target=_member_process, args=(job,), daemon=True)
-            process.start()
-            processes.append(process)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    try:
+            with open(files["job"], "wb") as f:
+                job = {**jobs, "member": member, "spawned": time.time(), "parent": os.getpid()}
+                pickle.dump(job, f)
+            command = [sys.executable, "-c", code, str(files["job"])]
+            processes.append(subprocess.Popen(command, env=env))
         for process in processes:
-            process.join()
+            process.wait()
     finally:  # interrupted: no member goes on training alone
         for process in processes:
-            if process.is_alive():
+            if process.poll() is None:
                 process.terminate()
-                process.join()
+                process.wait()
+        for member in members:
+            _member_files(output, member)["job"].unlink(missing_ok=True)
     records = []
     for member, process in zip(members, processes):
-        files = _member_files(Path(jobs["output"]), member)
-        if process.exitcode != 0 or not files["record"].exists():
+        files = _member_files(output, member)
+        if process.returncode != 0 or not files["record"].exists():
             error = files["error"].read_text() if files["error"].exists() else ""
             files["error"].unlink(missing_ok=True)
             raise RuntimeError(
                 f"Training model {member + 1} failed in its process (exit code "
-                f"{process.exitcode}):\n{error}"
+                f"{process.returncode}):\n{error}"
             )
         records.append(json.loads(files["record"].read_text()))
         files["record"].unlink()
     return records
 
 
-def _member_process(job: dict) -> None:
-    """A member's process: train it (`_train_member`), then write its weights and record for
-    the process that started it (or the error that stopped it)."""
+def _member_main(job_path: str) -> None:
+    """A member's process (`_run_in_processes`): read its job, train it (`_train_member`),
+    then write its weights and record for the process that started it (or the error that
+    stopped it)."""
+    import pickle
     import traceback
 
+    _die_with_parent()
+    with open(job_path, "rb") as f:
+        job = pickle.load(f)
+    if os.getppid() != job["parent"]:  # the caller died before the line above took effect
+        sys.exit(1)
     member, output = job["member"], Path(job["output"])
     files = _member_files(output, member)
-    _die_with_parent()
     try:
         settings = Settings.from_dict(job["settings"])
         data = job["data"]
