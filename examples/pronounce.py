@@ -14,8 +14,8 @@ one letter → two phonemes (`x` → `K S`), letter groups read by the word (`ou
 
 CMUdict becomes three TSV files (`word<TAB>phones`), and `keras_attention.pairs.train` (what
 `keras-attention train` runs) learns from them with settings chosen from the data's size: for
-CMUdict, two GRU / Bahdanau models in 24.5 training minutes, decoded as one ensemble
-(BENCHMARKS.md §7, next to Phonetisaurus and Sequitur on the same split). It writes to
+CMUdict, two GRU / Bahdanau models trained side by side (one process a core) in 24.5 minutes,
+decoded as one ensemble (BENCHMARKS.md §7, next to Phonetisaurus and Sequitur). It writes to
 `--output-dir` (default a temporary folder): `splits/`, `model/` (with the `backup/` that
 `--resume` goes on from), `metrics.json`, `test_predictions.tsv`, `alignments/*.png`, the
 SavedModel `serving/pronounce/1` and `pronounce.tflite`.
