@@ -264,10 +264,6 @@ class BaseAttentionCell(keras.layers.Layer):
             return memory
         return memory._replace(noises=tuple(noises))
 
-    def _fused_lstm(self) -> bool:
-        """A plain `LSTMCell` without dropout: its input projection can leave the time loop."""
-        return self._fused_kind() == "lstm"
-
     def _fused_kind(self) -> str | None:
         """`"lstm"` or `"gru"` for a plain Keras `LSTMCell` / `GRUCell` (with biases, the GRU's
         reset gate after its matmul as Keras' default, no dropout), whose input projection

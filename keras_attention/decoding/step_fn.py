@@ -19,6 +19,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention._validation import check_int, check_mask, is_integer
+from keras_attention.cells._execution_plan import foldable
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 
 __all__ = ["StepFunction", "make_step_fn"]
@@ -242,24 +243,18 @@ def _projected_table(cell, embedding, rows):
     may look the token's projection up instead of embedding and projecting it: the same
     numbers, one gather instead of a gather and a matmul per step. Made once per search, so
     only where the table (V rows) costs no more than a few steps of the search's `rows`
-    (V <= 16 rows), from a plain, unquantized, built `keras.layers.Embedding` in the cell's
-    dtype.
+    (V <= 16 rows), from an embedding the fused decoder could read the same way
+    (`foldable`: a plain, unquantized, built `keras.layers.Embedding` in the cell's dtype).
     """
     if (
-        type(embedding) is not keras.layers.Embedding
-        or not embedding.built
-        or not cell.built
+        not cell.built
         or cell._fused_kind() is None
-        or getattr(embedding, "quantization_mode", None)
-        or getattr(embedding, "lora_enabled", False)
+        or not foldable(embedding, cell)
         or rows is None
         or embedding.input_dim > 16 * rows
     ):
         return None
-    dtype = keras.backend.standardize_dtype(cell.compute_dtype)
-    if keras.backend.standardize_dtype(embedding.compute_dtype) != dtype:
-        return None
-    return cell.project_inputs(ops.cast(embedding.embeddings, dtype))
+    return cell.project_inputs(ops.cast(embedding.embeddings, cell.compute_dtype))
 
 
 # ---------------------------------------------------------------- shared by the searches

@@ -121,6 +121,7 @@ def train(
         target_chars=target_chars,
         **settings,
     )
+    machine = host()
     if verbose:
         print(
             f"{len(train_pairs)} training sources ({len(pairs)} pairs), "
@@ -128,7 +129,6 @@ def train(
             f"characters, {len(target_vocabulary) - 4} target symbols"
         )
         print("settings: " + ", ".join(f"{k}={v}" for k, v in chosen.to_dict().items()))
-        machine = host()
         print(
             f"host: {machine['cpu']}, {machine['cpus']} CPUs, AVX-512 "
             f"{'yes' if machine['avx512'] else 'no'}, AMX {'yes' if machine['amx'] else 'no'}; "
@@ -158,7 +158,7 @@ def train(
         "train_sources": len(train_pairs),
         "members": trainings,
         "curve": trainings[0]["curve"],
-        "machine": host(),
+        "machine": machine,
     }
     if verbose:
         print(
@@ -273,8 +273,7 @@ def _train_members(
     for index, wave in enumerate(waves):
         budget = _budget(settings, settings.members - wave[0], len(waves) - index, clocks)
         if len(wave) == 1 and workers == 1:
-            keras.utils.set_random_seed(settings.seed + wave[0])
-            model = build_model(settings, *sizes)
+            model = _member_model(settings, sizes, wave[0])
             trainings.append(
                 _train_member(model, settings, data, output, wave[0], resume, verbose, budget)
             )
@@ -290,8 +289,7 @@ def _train_members(
             "threads": max(1, (os.cpu_count() or 1) // len(wave)),
         }
         for member, record in zip(wave, _run_in_processes(jobs, wave)):
-            keras.utils.set_random_seed(settings.seed + member)
-            model = build_model(settings, *sizes)
+            model = _member_model(settings, sizes, member)
             model.build_from_config(None)
             path = _member_files(output, member)["weights"]
             with np.load(path) as weights:  # the model's, not its optimizer's
@@ -301,6 +299,12 @@ def _train_members(
             trainings.append(record)
             models.append(model)
     return models, trainings
+
+
+def _member_model(settings: Settings, sizes: tuple[int, int], member: int):
+    """Member `member`'s compiled model, its weights drawn from seed `settings.seed + member`."""
+    keras.utils.set_random_seed(settings.seed + member)
+    return build_model(settings, *sizes)
 
 
 def _member_files(output: Path, member: int) -> dict[str, Path]:
@@ -383,10 +387,8 @@ def _member_main(job_path: str) -> None:
     try:
         settings = Settings.from_dict(job["settings"])
         data = job["data"]
-        keras.utils.set_random_seed(settings.seed + member)
-        model = build_model(
-            settings, len(data["source_vocabulary"]), len(data["target_vocabulary"])
-        )
+        sizes = (len(data["source_vocabulary"]), len(data["target_vocabulary"]))
+        model = _member_model(settings, sizes, member)
         clock, seconds = job["budget"]
         if clock == "wall":  # the time this process took to start was the wave's too
             seconds -= time.time() - job["spawned"]
