@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import keras
 
+from keras_attention.cells.base_attention_cell import foldable
 from keras_attention.cells.luong_attention_cell import LuongAttentionCell
 from keras_attention.layers.luong_attention import LuongAttention
 
@@ -195,19 +196,3 @@ def fused_refusal(rnn, cell, sampled, training) -> str | None:
     ):
         return "not one float32 or float64 compute dtype throughout"
     return None
-
-
-def foldable(embedding, cell) -> bool:
-    """Whether the fused decoder may read `embedding`'s table itself (and fold the LSTM's
-    input kernel into it): a plain, unquantized `keras.layers.Embedding` in the cell's dtype,
-    small enough for its ids to travel as exact floats."""
-    if type(embedding) is not keras.layers.Embedding or not embedding.built:
-        return False
-    if getattr(embedding, "quantization_mode", None) or getattr(embedding, "lora_enabled", False):
-        return False
-    dtype = keras.backend.standardize_dtype(cell.compute_dtype)
-    exact = 2**24 if dtype == "float32" else 2**53
-    return (
-        keras.backend.standardize_dtype(embedding.compute_dtype) == dtype
-        and embedding.input_dim + 1 < exact
-    )

@@ -293,6 +293,27 @@ class BaseAttentionCell(keras.layers.Layer):
             bias = bias[0]  # [input bias; recurrent bias] (reset_after)
         return matmul(inputs, self._weight(self.cell.kernel)[:rows]) + bias
 
+    def projected_table(self, embedding, rows):
+        """`project_inputs` of every row of `embedding`'s table, `[V, G]`, or `None`.
+
+        Where this cell projects its inputs (a plain `LSTMCell` / `GRUCell`: `y W_y + b`), a
+        search's step may look the token's projection up instead of embedding and projecting
+        it (`decoding.make_step_fn`): the same numbers, one gather instead of a gather and a
+        matmul per step. Made once per search, so only where the table (V rows) costs no more
+        than a few steps of the search's `rows` (V <= 16 rows), from an embedding the fused
+        decoder could read the same way (`foldable`: a plain, unquantized, built
+        `keras.layers.Embedding` in this cell's dtype).
+        """
+        if (
+            not self.built
+            or self._fused_kind() is None
+            or not foldable(embedding, self)
+            or rows is None
+            or embedding.input_dim > 16 * rows
+        ):
+            return None
+        return self.project_inputs(ops.cast(embedding.embeddings, self.compute_dtype))
+
     def _weight(self, variable):
         """A variable of the wrapped cell read in the compute dtype: `step` and
         `prepare_memory` also run outside `__call__` (the searches), where Keras does not
@@ -462,3 +483,19 @@ class BaseAttentionCell(keras.layers.Layer):
         else:
             config["attention"] = keras.saving.deserialize_keras_object(attention)
         return cls(**config)
+
+
+def foldable(embedding, cell) -> bool:
+    """Whether the fused decoder may read `embedding`'s table itself (and fold the LSTM's
+    input kernel into it): a plain, unquantized `keras.layers.Embedding` in the cell's dtype,
+    small enough for its ids to travel as exact floats."""
+    if type(embedding) is not keras.layers.Embedding or not embedding.built:
+        return False
+    if getattr(embedding, "quantization_mode", None) or getattr(embedding, "lora_enabled", False):
+        return False
+    dtype = keras.backend.standardize_dtype(cell.compute_dtype)
+    exact = 2**24 if dtype == "float32" else 2**53
+    return (
+        keras.backend.standardize_dtype(embedding.compute_dtype) == dtype
+        and embedding.input_dim + 1 < exact
+    )

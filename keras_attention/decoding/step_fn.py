@@ -19,7 +19,6 @@ import numpy as np
 from keras import ops
 
 from keras_attention._validation import check_int, check_mask, is_integer
-from keras_attention.cells._execution_plan import foldable
 from keras_attention.cells.base_attention_cell import BaseAttentionCell
 
 __all__ = ["StepFunction", "make_step_fn"]
@@ -202,7 +201,7 @@ def make_step_fn(
         if memory_mask is not None:
             memory_mask = ops.repeat(memory_mask, beam_width, axis=0)
     prepared = cell.prepare_memory(memory, memory_mask)
-    table = _projected_table(cell, embedding, memory.shape[0])
+    table = cell.projected_table(embedding, memory.shape[0])
 
     def step_fn(tokens, states, t):
         if table is None:
@@ -234,27 +233,6 @@ def make_step_fn(
         input_vocabulary_size=getattr(embedding, "input_dim", None),
         complete_state=complete_state,
     )
-
-
-def _projected_table(cell, embedding, rows):
-    """`cell.project_inputs` of every row of `embedding`'s table, `[V, G]`, or `None`.
-
-    Where the cell projects its inputs (a plain `LSTMCell` / `GRUCell`: `y W_y + b`), a step
-    may look the token's projection up instead of embedding and projecting it: the same
-    numbers, one gather instead of a gather and a matmul per step. Made once per search, so
-    only where the table (V rows) costs no more than a few steps of the search's `rows`
-    (V <= 16 rows), from an embedding the fused decoder could read the same way
-    (`foldable`: a plain, unquantized, built `keras.layers.Embedding` in the cell's dtype).
-    """
-    if (
-        not cell.built
-        or cell._fused_kind() is None
-        or not foldable(embedding, cell)
-        or rows is None
-        or embedding.input_dim > 16 * rows
-    ):
-        return None
-    return cell.project_inputs(ops.cast(embedding.embeddings, cell.compute_dtype))
 
 
 # ---------------------------------------------------------------- shared by the searches

@@ -345,7 +345,6 @@ def test_the_cells_own_step_equals_keras_cell_call(rnn, keras_rnn, make):
     cell give Keras' GRUCell / LSTMCell numbers, teacher-forced and in the decoding step,
     where the embedding and projection are one looked-up table (`make_step_fn`)."""
     from keras_attention.decoding import make_step_fn
-    from keras_attention.decoding.step_fn import _projected_table
 
     rng = np.random.default_rng(3)
     memory = rng.normal(size=(4, 6, 10)).astype("float32")
@@ -364,11 +363,11 @@ def test_the_cells_own_step_equals_keras_cell_call(rnn, keras_rnn, make):
     output = keras.layers.Dense(VOCAB)
     folded = make_step_fn(ours, embedding, output, memory)
     unfolded = make_step_fn(theirs, plain, output, memory)
-    assert _projected_table(ours, embedding, 4) is not None
-    assert _projected_table(theirs, embedding, 4) is None  # the cell projects nothing
-    assert _projected_table(ours, plain, 4) is None  # not a plain Embedding
-    assert _projected_table(ours, embedding, None) is None  # rows unknown
-    assert _projected_table(ours, keras.layers.Embedding(65, DIM), 4) is None  # V > 16 rows
+    assert ours.projected_table(embedding, 4) is not None
+    assert theirs.projected_table(embedding, 4) is None  # the cell projects nothing
+    assert ours.projected_table(plain, 4) is None  # not a plain Embedding
+    assert ours.projected_table(embedding, None) is None  # rows unknown
+    assert ours.projected_table(keras.layers.Embedding(65, DIM), 4) is None  # V > 16 rows
     tokens = np.array([1, 0, 14, 3], "int32")
     states = theirs_states = ours.get_initial_state(4, memory)
     for t in range(3):
