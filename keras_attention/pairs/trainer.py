@@ -463,6 +463,7 @@ def _train_member(
         validation=valid_data,
         select=("wer", "per"),
         average_last=settings.average_last,
+        label=f"model {member + 1}: " if settings.members > 1 else "",
     )
     backup = output / ("backup" if settings.members == 1 else f"backup-{member}")
     fingerprint = {**settings.to_dict(), "pairs": len(data["sources"]), "valid": len(valid_pairs)}

@@ -77,7 +77,8 @@ class TrainingControl(keras.callbacks.Callback):
     at the end their mean (Izmailov et al., 2018; Vaswani et al., 2017's checkpoint
     averaging) is scored the same way and kept where it beats the best epoch (a tie keeps
     the epoch). `selection` then says what was kept and both candidates' scores.
-    `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
+    `label` starts each printed line (`"model 2: "`: models trained side by side print their
+    lines interleaved). `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
     time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given).
 
     `ema` (a momentum per step, 0: off) keeps an exponential moving average of the trainable
@@ -91,7 +92,7 @@ class TrainingControl(keras.callbacks.Callback):
 
     def __init__(
         self, peak, epochs, seconds, patience=3, floor=0.02, verbose=True, monitor=None,
-        clock="wall", ema=0.0, validation=None, select="val_loss", average_last=0,
+        clock="wall", ema=0.0, validation=None, select="val_loss", average_last=0, label="",
     ):  # fmt: skip
         super().__init__()
         self.select = (select,) if isinstance(select, str) else tuple(select)
@@ -115,7 +116,7 @@ class TrainingControl(keras.callbacks.Callback):
             raise ValueError(f"`clock` must be one of {sorted(CLOCKS)}. Received: clock={clock!r}")
         self.peak, self.epochs, self.seconds = peak, epochs, seconds
         self.patience, self.floor, self.verbose = patience, floor, verbose
-        self.monitor, self.clock = monitor, clock
+        self.monitor, self.clock, self.label = monitor, clock, label
         self.best, self.best_weights, self.wait, self.stopped_by = None, None, 0, "epochs"
         self.best_epoch = None
         self.epoch_seconds: list[float] = []
@@ -218,7 +219,7 @@ class TrainingControl(keras.callbacks.Callback):
             scores = "".join(
                 f", valid {k} {v:.2f}%" for k, v in point.items() if k in ("wer", "per")
             )
-            print(f"  epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
+            print(f"  {self.label}epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
                   f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} {self.clock} min of "
                   f"{self.seconds / 60:.1f}", flush=True)  # fmt: skip
 
@@ -273,7 +274,7 @@ class TrainingControl(keras.callbacks.Callback):
         else:
             self.model.set_weights(self.best_weights)
         if self.verbose:
-            print(f"  kept the {self.selection['kept']} ({self.select[0]}: best epoch "
+            print(f"  {self.label}kept the {self.selection['kept']} ({self.select[0]}: best epoch "
                   f"{self.selection['best_epoch'][self.select[0]]:.4g}, {averaged} "
                   f"{score[0]:.4g})", flush=True)  # fmt: skip
 

@@ -95,6 +95,19 @@ def test_training_control_stops_mid_epoch_at_the_time_limit():
     assert point["wer"] == 1 and np.isfinite(point["val_loss"])
 
 
+def test_training_control_lines_carry_their_label(capsys):
+    """Members trained side by side print interleaved lines: each starts with its label."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(1e-3), loss="mse")
+    control = TrainingControl(1e-3, 2, 1e9, monitor=lambda: {"wer": 1.0}, select="wer",
+                              average_last=2, label="model 2: ")  # fmt: skip
+    x = np.zeros((20, 3), "float32")
+    model.fit(x, x[:, :1], epochs=2, validation_data=(x, x[:, :1]), callbacks=[control], verbose=0)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[1].split()[0] for line in lines] == ["epoch", "epoch", "kept"]
+    assert all(line.startswith("  model 2: ") for line in lines), lines
+
+
 def test_cpu_seconds_counts_this_process_and_its_children():
     import subprocess
     import sys
