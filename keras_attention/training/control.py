@@ -78,8 +78,9 @@ class TrainingControl(keras.callbacks.Callback):
     averaging) is scored the same way and kept where it beats the best epoch (a tie keeps
     the epoch). `selection` then says what was kept and both candidates' scores.
     `label` starts each printed line (`"model 2: "`: models trained side by side print their
-    lines interleaved). `clock` is what `seconds` counts: `"wall"` (elapsed time) or `"cpu"` (this process's CPU
-    time, `cpu_seconds()`: on a shared machine, the CPU a quiet machine would have given).
+    lines interleaved). `clock` is what `seconds` counts: `"wall"` (elapsed time) or
+    `"cpu"` (this process's CPU time, `cpu_seconds()`: on a shared machine, the CPU a quiet
+    machine would have given).
 
     `ema` (a momentum per step, 0: off) keeps an exponential moving average of the trainable
     weights, updated every `EMA_EVERY` steps with `ema ** EMA_EVERY` (and, early on, the
@@ -219,9 +220,9 @@ class TrainingControl(keras.callbacks.Callback):
             scores = "".join(
                 f", valid {k} {v:.2f}%" for k, v in point.items() if k in ("wer", "per")
             )
-            print(f"  {self.label}epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, lr {rate:.2e}, "
-                  f"val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} {self.clock} min of "
-                  f"{self.seconds / 60:.1f}", flush=True)  # fmt: skip
+            print(f"  {self.label}epoch {epoch + 1}: {self.epoch_seconds[-1]:.0f} s, "
+                  f"lr {rate:.2e}, val_loss {loss:.4f}{scores}, {elapsed / 60:.1f} "
+                  f"{self.clock} min of {self.seconds / 60:.1f}", flush=True)  # fmt: skip
 
     def _score(self, point: dict) -> list[float]:
         """The selection score of a curve point (`select`'s values, in order)."""

@@ -26,13 +26,17 @@ def test_vocabulary_refuses_empty_and_special_symbols(bad):
 
 
 @pytest.mark.parametrize(
-    "pairs, units, batch_size, dropout, budget",
-    [(120_000, 256, 256, 0.0, 24.5), (8_000, 256, 64, 0.2, 10.0), (800, 128, 32, 0.3, 5.0)],
+    "pairs, units, batch_size, dropout, budget, members",
+    [
+        (120_000, 256, 256, 0.0, 24.5, 2),
+        (8_000, 256, 64, 0.2, 10.0, 2),
+        (800, 128, 32, 0.3, 8.0, 4),
+    ],
 )
-def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget):
+def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget, members):
     settings = choose_settings(pairs, longest_target=10, lengths=[3, 5, 7, 9, 11])
     assert (settings.units, settings.batch_size, settings.dropout) == (units, batch_size, dropout)
-    assert settings.time_budget == budget
+    assert settings.time_budget == budget and settings.members == members
     assert settings.max_length == 17  # ceil(1.5 * 10) + 2
     assert settings.buckets[-1] == 11
     assert settings.learning_rate == (6e-3 if pairs >= 50_000 else 3e-3)
@@ -40,7 +44,7 @@ def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget
 
 def test_given_settings_override_the_rule_and_round_trip():
     settings = choose_settings(800, 10, units=64, members=None, time_budget=1.5)
-    assert settings.units == 64 and settings.members == 2 and settings.time_budget == 1.5
+    assert settings.units == 64 and settings.members == 4 and settings.time_budget == 1.5
     assert Settings.from_dict(settings.to_dict()) == settings
 
 
