@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     model = train.add_argument_group("model and training (default: chosen from the data)")
     model.add_argument("--rnn", choices=("gru", "lstm"))
-    model.add_argument("--attention", choices=("bahdanau", "luong"))
+    model.add_argument("--attention", choices=("bahdanau", "luong", "location_sensitive"))
     model.add_argument("--units", type=_positive_int)
     model.add_argument("--embedding-dim", type=_positive_int)
     model.add_argument("--dropout", type=_fraction)

@@ -14,7 +14,7 @@ from keras_attention.decoding import BeamSearch, GreedySearch, Search
 __all__ = ["Settings", "choose_settings"]
 
 RNNS = ("gru", "lstm")
-ATTENTIONS = ("bahdanau", "luong")
+ATTENTIONS = ("bahdanau", "luong", "location_sensitive")
 
 
 @dataclass

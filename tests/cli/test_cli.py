@@ -153,6 +153,19 @@ def test_train_refuses_bad_lines_and_writes_nothing(tmp_path, capsys, content, m
     assert not (tmp_path / "model").exists()
 
 
+def test_train_takes_location_sensitive_attention(folder, tmp_path):
+    argv = ["train", "--train", str(folder / "train.tsv"), "--valid", str(folder / "dev.tsv"),
+            "--output-dir", str(tmp_path / "model"), "--attention", "location_sensitive",
+            *TINY]  # fmt: skip
+    assert main(argv) == 0
+    model = PairModel(tmp_path / "model")
+    assert model.settings.attention == "location_sensitive"
+    attention = model.model.decoder.rnn_layer.cell.attention
+    assert type(attention).__name__ == "LocationSensitiveAttention"
+    [[(prediction, _)]] = model.predict(["abc"])
+    assert set(prediction.split()) <= {"A", "B", "C", "D"}
+
+
 def test_train_refuses_a_folder_that_holds_a_model(folder, capsys):
     argv = ["train", "--train", str(folder / "train.tsv"), "--valid", str(folder / "dev.tsv"),
             "--output-dir", str(folder / "model"), *TINY]  # fmt: skip

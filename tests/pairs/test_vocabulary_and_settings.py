@@ -50,7 +50,14 @@ def test_given_settings_override_the_rule_and_round_trip():
 
 @pytest.mark.parametrize(
     "name, value",
-    [("rnn", "rnn_tanh"), ("units", 0), ("dropout", 1.0), ("members", True), ("cpu_budget", -1)],
+    [
+        ("rnn", "rnn_tanh"),
+        ("attention", "monotonic"),
+        ("units", 0),
+        ("dropout", 1.0),
+        ("members", True),
+        ("cpu_budget", -1),
+    ],
 )
 def test_bad_settings_name_the_setting_and_value(name, value):
     with pytest.raises(ValueError, match=rf"`{name}`.*Received: {name}={value!r}"):
