@@ -28,8 +28,10 @@ def cpu_seconds() -> float:
 def host() -> dict:
     """The host class a figure was taken on: CPUs, the CPU's model name and whether it has
     the vector and matrix units XLA's CPU code uses (AVX-512, AMX), from `/proc/cpuinfo`
-    where there is one. A CPU-minute of training buys about 1.5x more on a host with AVX-512
-    than on one without (BENCHMARKS.md §7), so every training record states it.
+    where there is one. A CPU-minute of training bought 1.5x more on one 2-core host than on
+    another (BENCHMARKS.md §7), so every training record states the host. (The instruction set
+    alone is not that difference: masking AVX-512 from oneDNN and XLA on a Zen 4 host changed
+    the rate by 3%.)
 
     Example:
 
