@@ -194,6 +194,19 @@ def test_commands_refuse_a_folder_that_is_not_a_model_and_bad_options(tmp_path, 
         assert exit_.value.code == 2
 
 
+@pytest.mark.parametrize("option, names", [("--rnn", "RNNS"), ("--attention", "ATTENTIONS")])
+def test_model_options_offer_what_settings_accept(option, names, capsys):
+    """The command lists its choices without importing the package's model code; they must
+    stay those `Settings` validates."""
+    from keras_attention.pairs import settings
+
+    with pytest.raises(SystemExit):
+        main(["train", "--train", "a", "--valid", "b", "--output-dir", "c", option, "?"])
+    error = capsys.readouterr().err
+    offered = error.split("choose from ")[1].split(")")[0].replace("'", "").split(", ")
+    assert offered == list(getattr(settings, names))
+
+
 @pytest.mark.slow  # end to end (`make test-extended`, which CI runs; issue 43)
 def test_python_dash_m_runs_the_command():
     result = subprocess.run(
