@@ -30,7 +30,7 @@ def test_vocabulary_refuses_empty_and_special_symbols(bad):
     [
         (120_000, 256, 256, 0.0, 24.5, 2),
         (8_000, 256, 64, 0.2, 10.0, 2),
-        (800, 128, 32, 0.3, 8.0, 4),
+        (800, 128, 16, 0.3, 8.0, 4),
     ],
 )
 def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget, members):
