@@ -231,11 +231,6 @@ print(json.dumps({"outputs": [s.decode() for s in out["outputs"].numpy()],
 """
 
 
-def translate_in_fresh_process(model_dir: Path, queries: list[str]) -> dict:
-    command = [sys.executable, "-c", RELOAD, str(model_dir), *queries]
-    return _shared.last_json_line(_shared.run_checked(command, "reloading the SavedModel"))
-
-
 """
 ## Run it
 """
@@ -271,9 +266,8 @@ def main(argv=None) -> dict:
     keras.utils.set_random_seed(args.seed)
     output = _shared.output_folder(args, "translate_")
     queries = list(args.queries or ([] if args.data else DEFAULT_QUERIES))
-    corpus = (
-        read_corpus(args.data, args.seed) if args.data else make_corpus(args.dates, 4, args.seed)
-    )
+    data, dates, seed = args.data, args.dates, args.seed
+    corpus = read_corpus(data, seed) if data else make_corpus(dates, 4, seed)
     train, validation, test = corpus["train"], corpus["validation"], corpus["test"]
     print(f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
           + ("" if args.data else f" ({len(usable_formats())} locale formats)"))  # fmt: skip
@@ -295,7 +289,10 @@ def main(argv=None) -> dict:
     model_path, model_dir = output / "translator.keras", output / "serving" / "translator" / "1"
     model.save(model_path)
     export_saved_model(translator, model_dir, overwrite=True)
-    reloaded = translate_in_fresh_process(model_dir, queries) if queries else {"outputs": []}
+    reloaded = {"outputs": []}
+    if queries:  # a fresh process that imports TensorFlow and tensorflow-text only
+        command = [sys.executable, "-c", RELOAD, str(model_dir), *queries]
+        reloaded = _shared.last_json_line(_shared.run_checked(command, "reloading the SavedModel"))
     print("\nthe SavedModel, reloaded in a fresh process (TensorFlow + tensorflow-text only):")
     for query, answer in zip(queries, reloaded["outputs"]):
         print(f"  {query!r} → {answer!r}")
