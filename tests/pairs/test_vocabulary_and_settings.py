@@ -42,6 +42,19 @@ def test_settings_follow_the_data_size(pairs, units, batch_size, dropout, budget
     assert settings.learning_rate == (6e-3 if pairs >= 50_000 else 3e-3)
 
 
+@pytest.mark.parametrize(
+    "pairs, buckets",
+    [
+        # five quantile bounds (20%, ..., 80%: "higher" of 1..100), the 95th percentile, the longest
+        (8_000, (21, 41, 61, 81, 96, 100)),
+        # small data: the 95th percentile and the longest alone (each bound is a compiled shape)
+        (2_999, (96, 100)),
+    ],
+)
+def test_length_buckets_follow_the_data_size(pairs, buckets):
+    assert choose_settings(pairs, 10, lengths=list(range(1, 101))).buckets == buckets
+
+
 def test_given_settings_override_the_rule_and_round_trip():
     settings = choose_settings(800, 10, units=64, members=None, time_budget=1.5)
     assert settings.units == 64 and settings.members == 4 and settings.time_budget == 1.5
