@@ -266,8 +266,9 @@ def main(argv=None) -> dict:
     keras.utils.set_random_seed(args.seed)
     output = _shared.output_folder(args, "translate_")
     queries = list(args.queries or ([] if args.data else DEFAULT_QUERIES))
-    data, dates, seed = args.data, args.dates, args.seed
-    corpus = read_corpus(data, seed) if data else make_corpus(dates, 4, seed)
+    corpus = (
+        read_corpus(args.data, args.seed) if args.data else make_corpus(args.dates, 4, args.seed)
+    )
     train, validation, test = corpus["train"], corpus["validation"], corpus["test"]
     print(f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
           + ("" if args.data else f" ({len(usable_formats())} locale formats)"))  # fmt: skip

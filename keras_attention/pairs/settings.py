@@ -168,6 +168,9 @@ def choose_settings(
     from keras_attention.training import length_buckets
 
     given = {k: v for k, v in given.items() if v is not None}
+    # Quantile bounds of the length buckets (plus the 95th percentile and the longest): each
+    # bucket is a shape XLA compiles (~8 CPU seconds a member at 128 units).
+    quantiles = 5
     if pairs >= 50_000:
         chosen: dict[str, Any] = {
             "units": 256,
@@ -196,9 +199,8 @@ def choose_settings(
             "patience": 60,
             "members": 4,
         }
+        quantiles = 1  # 60 short epochs: six buckets' compiles were most of a member's CPU
     chosen["max_length"] = math.ceil(1.5 * longest_target) + 2
     if lengths:
-        # Each bucket is a shape of its own for XLA to compile (~8 CPU seconds a member at
-        # 128 units): for small data, the 95th percentile and the longest alone.
-        chosen["buckets"] = length_buckets(lengths, buckets=1 if pairs < 3_000 else 5)
+        chosen["buckets"] = length_buckets(lengths, buckets=quantiles)
     return Settings(**{**chosen, **given})
